@@ -1,0 +1,736 @@
+#include "docstore.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "estats.h"
+#include "fsx.h"
+#include "sjson.h"
+#include "writers.h"
+
+struct docstore {
+    char *dir;
+    pthread_mutex_t mu; /* commits, deletes and the lazy set-up below */
+    bool ready;         /* collection dir exists and our marker is registered */
+    char identity[32];  /* <pid>.<8hex>, also the record temp prefix */
+    atomic_ulong tmp_seq;
+};
+
+typedef struct stage_row {
+    char *tmp;
+    char *final;
+    char id[UUID7_LEN + 1];
+} stage_row;
+
+struct docstore_stage {
+    docstore *ds;
+    stage_row *rows;
+    size_t n, cap;
+    buf enc;
+};
+
+typedef struct iter_entry {
+    char *key; /* basename without .jsonc */
+    char *path;
+    size_t order; /* walk order: a later duplicate basename wins */
+} iter_entry;
+
+struct docstore_iter {
+    docstore *ds;
+    const recquery *q;
+    iter_entry *e;
+    size_t n, cap, pos, emitted;
+    buf raw;
+};
+
+int docstore_open(const char *root, const char *name, docstore **out, storh_err *err)
+{
+    docstore *ds = calloc(1, sizeof *ds);
+    if (!ds)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    size_t rl = strlen(root);
+    while (rl > 1 && (root[rl - 1] == '/' || root[rl - 1] == '\\'))
+        rl--;
+    ds->dir = malloc(rl + strlen(name) + 2);
+    if (!ds->dir) {
+        free(ds);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    sprintf(ds->dir, "%.*s/%s", (int)rl, root, name);
+    if (strlen(ds->dir) + 100 >= PATH_MAX) { /* room for data/xx/<id>.jsonc and temps */
+        free(ds->dir);
+        free(ds);
+        return storh_err_set(err, STORH_EINVAL, "Collection path too long.");
+    }
+    pthread_mutex_init(&ds->mu, NULL);
+    struct stat st;
+    if (stat(ds->dir, &st) == 0) {
+        int rc = writers_cleanup_on_open(ds->dir, err);
+        if (rc) {
+            docstore_close(ds);
+            return rc;
+        }
+    }
+    *out = ds;
+    return 0;
+}
+
+void docstore_close(docstore *ds)
+{
+    if (!ds)
+        return;
+    if (ds->ready)
+        writers_unregister(ds->dir, ds->identity);
+    pthread_mutex_destroy(&ds->mu);
+    free(ds->dir);
+    free(ds);
+}
+
+const char *docstore_dir(const docstore *ds)
+{
+    return ds->dir;
+}
+
+/* Creates the collection and registers our writer marker, once. */
+static int prepare_locked(docstore *ds, storh_err *err)
+{
+    if (ds->ready)
+        return 0;
+    char data[PATH_MAX];
+    int rc = fsx_pathf(data, err, "%s/data", ds->dir);
+    if (!rc)
+        rc = fsx_mkdirs(data, true, err);
+    if (!rc)
+        rc = writers_cleanup_on_open(ds->dir, err);
+    if (!rc)
+        rc = writers_identity(ds->identity, err);
+    if (!rc)
+        rc = writers_register(ds->dir, ds->identity, err);
+    if (!rc)
+        ds->ready = true;
+    return rc;
+}
+
+/* The record's path; id must be a valid UUIDv7 (so the path fits when the
+ * collection dir does, which docstore_open checks). */
+static void record_path(const docstore *ds, const char *id, char *out, size_t cap)
+{
+    (void)cap;
+    fsx_pathf(out, NULL, "%s/data/%c%c/%s.jsonc", ds->dir, id[24], id[25], id);
+}
+
+int docstore_encode_record(buf *out, const char *id, const json_t *data, storh_err *err)
+{
+    buf_append(out, "{\"id\":\"", 7);
+    buf_appends(out, id);
+    buf_append(out, "\",\"data\":", 9);
+    int rc = sjson_encode(out, data, 0, err);
+    if (rc)
+        return rc;
+    buf_append(out, "}\n", 2);
+    return buf_failed(out) ? storh_err_set(err, STORH_ENOMEM, "Out of memory.") : 0;
+}
+
+int docstore_decode_record(const char *bytes, size_t len, const char *expect_id, json_t **data,
+                           storh_err *err)
+{
+    json_t *root = json_loadb(bytes, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    if (root) {
+        if (!sjson_top_keys_ok(root)) {
+            json_decref(root);
+            return storh_err_set(err, STORH_ECORRUPT, "Corrupt storage record: %s", expect_id);
+        }
+    } else {
+        storh_err jerr;
+        root = sjson_decode_jsonc_object(bytes, len, &jerr);
+        if (!root)
+            return storh_err_set(err, STORH_ECORRUPT, "Invalid JSONC storage record %s: %s",
+                                 expect_id, jerr.msg);
+    }
+    json_t *id = json_object_get(root, "id");
+    const char *ids = json_is_string(id) ? json_string_value(id) : "";
+    size_t idl = json_is_string(id) ? json_string_length(id) : 0;
+    if (!uuid7_is_valid(ids, idl) || strlen(expect_id) != idl || memcmp(ids, expect_id, idl)) {
+        json_decref(root);
+        return storh_err_set(err, STORH_ECORRUPT, "Storage record id does not match its path: %s",
+                             expect_id);
+    }
+    json_t *d = json_object_get(root, "data");
+    if (json_is_object(d) || json_is_array(d))
+        json_incref(d);
+    else
+        d = json_object();
+    json_decref(root);
+    if (!d)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    *data = d;
+    return 0;
+}
+
+int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_err *err)
+{
+    if (!uuid7_is_valid(id, strlen(id)))
+        return storh_err_set(err, STORH_EINVAL, "Invalid UUIDv7 value.");
+    char path[PATH_MAX];
+    record_path(ds, id, path, sizeof path);
+    buf local = BUF_INIT;
+    buf *b = raw ? raw : &local;
+    size_t start = b->len;
+    int rc = fsx_read_all(path, b, err);
+    if (rc == STORH_ENOTFOUND)
+        storh_err_set(err, rc, "Record not found: %s", id);
+    if (!rc)
+        rc = docstore_decode_record(b->data + start, b->len - start, id, data, err);
+    if (!rc)
+        estats_add(ESTAT_DOC_GET, 1);
+    buf_free(&local);
+    return rc;
+}
+
+/* The collection lock: our mutex for threads, flock for other processes. */
+static int lock_collection(docstore *ds, fsx_lock *l, storh_err *err)
+{
+    pthread_mutex_lock(&ds->mu);
+    char path[PATH_MAX];
+    int rc = fsx_pathf(path, err, "%s/.storh/write.lock", ds->dir);
+    if (!rc)
+        rc = fsx_lock_open(l, path, err);
+    if (!rc && (rc = fsx_lock_acquire(l, err)))
+        fsx_lock_close(l);
+    if (rc)
+        pthread_mutex_unlock(&ds->mu);
+    return rc;
+}
+
+static void unlock_collection(docstore *ds, fsx_lock *l)
+{
+    fsx_lock_release(l);
+    fsx_lock_close(l);
+    pthread_mutex_unlock(&ds->mu);
+}
+
+int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err)
+{
+    *existed = false;
+    if (!uuid7_is_valid(id, strlen(id)))
+        return storh_err_set(err, STORH_EINVAL, "Invalid UUIDv7 value.");
+    struct stat st;
+    if (stat(ds->dir, &st) != 0)
+        return 0;
+    char path[PATH_MAX], dir[PATH_MAX];
+    record_path(ds, id, path, sizeof path);
+    fsx_lock l;
+    int rc = lock_collection(ds, &l, err);
+    if (rc)
+        return rc;
+    if (unlink(path) == 0) {
+        *existed = true;
+        fsx_dirname(path, dir, sizeof dir);
+        rc = fsx_fsync_dir(dir, err);
+        estats_add(ESTAT_DOC_DELETE, 1);
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+        rc = storh_err_sys(err, errno, "Could not delete storage record: %s", id);
+    }
+    unlock_collection(ds, &l);
+    return rc;
+}
+
+int docstore_stage_begin(docstore *ds, docstore_stage **out, storh_err *err)
+{
+    pthread_mutex_lock(&ds->mu);
+    int rc = prepare_locked(ds, err);
+    pthread_mutex_unlock(&ds->mu);
+    if (rc)
+        return rc;
+    docstore_stage *st = calloc(1, sizeof *st);
+    if (!st)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    st->ds = ds;
+    *out = st;
+    return 0;
+}
+
+size_t docstore_stage_count(const docstore_stage *st)
+{
+    return st->n;
+}
+
+/* Writes st->enc to a fresh fsynced temp in the record's shard dir. */
+static int stage_bytes(docstore_stage *st, const char *id, storh_err *err)
+{
+    docstore *ds = st->ds;
+    if (st->n == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 16;
+        stage_row *r = realloc(st->rows, cap * sizeof *r);
+        if (!r)
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        st->rows = r;
+        st->cap = cap;
+    }
+    char final[PATH_MAX], tmp[PATH_MAX], shard[PATH_MAX];
+    record_path(ds, id, final, sizeof final);
+    fsx_dirname(final, shard, sizeof shard);
+    unsigned long seq = atomic_fetch_add(&ds->tmp_seq, 1) + 1;
+    int rc = fsx_pathf(tmp, err, "%s/.%s.%lu.tmp", shard, ds->identity, seq);
+    if (!rc)
+        rc = fsx_write_synced(tmp, st->enc.data, st->enc.len, err);
+    if (rc && access(shard, F_OK) != 0) {
+        if ((rc = fsx_mkdirs(shard, true, err)) == 0)
+            rc = fsx_write_synced(tmp, st->enc.data, st->enc.len, err);
+    }
+    if (rc)
+        return rc;
+    stage_row *row = &st->rows[st->n];
+    row->tmp = strdup(tmp);
+    row->final = strdup(final);
+    memcpy(row->id, id, UUID7_LEN + 1);
+    if (!row->tmp || !row->final) {
+        unlink(tmp);
+        free(row->tmp);
+        free(row->final);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    st->n++;
+    return 0;
+}
+
+static int resolve_id(const char *id, char out_id[UUID7_LEN + 1], storh_err *err)
+{
+    if (!id)
+        return uuid7_generate(out_id, -1, err);
+    if (!uuid7_is_valid(id, strlen(id)))
+        return storh_err_set(err, STORH_EINVAL, "Invalid UUIDv7 value.");
+    memcpy(out_id, id, UUID7_LEN + 1);
+    return 0;
+}
+
+int docstore_stage_put(docstore_stage *st, const char *id, json_t *data,
+                       char out_id[UUID7_LEN + 1], storh_err *err)
+{
+    if (!json_is_object(data) && !json_is_array(data))
+        return storh_err_set(err, STORH_EINVAL, "Record data must be a JSON object.");
+    int rc = resolve_id(id, out_id, err);
+    if (rc)
+        return rc;
+    buf_reset(&st->enc);
+    if ((rc = docstore_encode_record(&st->enc, out_id, data, err)))
+        return rc;
+    return stage_bytes(st, out_id, err);
+}
+
+int docstore_stage_element(docstore_stage *st, json_t *elem, char out_id[UUID7_LEN + 1],
+                           storh_err *err)
+{
+    if (!json_is_object(elem))
+        return storh_err_set(err, STORH_EINVAL, "Bulk rows must be JSON objects.");
+    json_t *id = json_object_get(elem, "id");
+    json_t *data = json_object_get(elem, "data");
+    if (!json_is_object(data) && !json_is_array(data))
+        data = elem;
+    return docstore_stage_put(st, json_is_string(id) ? json_string_value(id) : NULL, data, out_id,
+                              err);
+}
+
+int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
+                               char out_id[UUID7_LEN + 1], storh_err *err)
+{
+    out_id[0] = '\0';
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\v' || line[i] == '\f' ||
+                       line[i] == '\r' || line[i] == '\0'))
+        i++;
+    if (i == len)
+        return 0; /* blank lines are skipped */
+    storh_err jerr;
+    json_t *row = sjson_decode(line, len, &jerr);
+    if (!row)
+        return storh_err_set(err, STORH_EINVAL, "%s", jerr.msg);
+    int rc;
+    if (json_is_array(row)) {
+        json_t *empty = json_object();
+        rc = empty ? docstore_stage_put(st, NULL, empty, out_id, err)
+                   : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        json_decref(empty);
+    } else if (!json_is_object(row)) {
+        rc = storh_err_set(err, STORH_EINVAL, "JSONL import rows must be objects.");
+    } else {
+        json_t *id = json_object_get(row, "id");
+        json_t *data = json_object_get(row, "data");
+        if (json_object_size(row) == 2 && json_is_string(id) &&
+            (json_is_object(data) || json_is_array(data))) {
+            rc = resolve_id(json_string_value(id), out_id, err);
+            if (!rc) {
+                buf_reset(&st->enc);
+                buf_append(&st->enc, line, len);
+                buf_appendc(&st->enc, '\n');
+                rc = stage_bytes(st, out_id, err);
+            }
+        } else {
+            /* integer keys are dropped before the putMany element rule */
+            json_t *kept = json_object();
+            const char *k;
+            size_t kl;
+            json_t *v;
+            json_object_keylen_foreach(row, k, kl, v)
+            {
+                if (kept && !sjson_is_int_key(k, kl))
+                    json_object_setn(kept, k, kl, v);
+            }
+            rc = kept ? docstore_stage_element(st, kept, out_id, err)
+                      : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            json_decref(kept);
+        }
+    }
+    json_decref(row);
+    return rc;
+}
+
+static void stage_free(docstore_stage *st, size_t from_row)
+{
+    for (size_t i = 0; i < st->n; i++) {
+        if (i >= from_row)
+            unlink(st->rows[i].tmp);
+        free(st->rows[i].tmp);
+        free(st->rows[i].final);
+    }
+    free(st->rows);
+    buf_free(&st->enc);
+    free(st);
+}
+
+void docstore_stage_abort(docstore_stage *st)
+{
+    if (st)
+        stage_free(st, 0);
+}
+
+#define COMMIT_MAX_DIRS 258 /* 256 shards, plus room for odd layouts */
+
+/* Renames every row under the lock, then fsyncs each touched directory once;
+ * existed0 reports whether row 0 replaced a record. *done = rows renamed. */
+static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_err *err)
+{
+    docstore *ds = st->ds;
+    *done = 0;
+    size_t cap = st->n < COMMIT_MAX_DIRS ? st->n : COMMIT_MAX_DIRS;
+    char(*dirs)[PATH_MAX] = malloc(sizeof *dirs * (cap ? cap : 1));
+    if (!dirs)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    fsx_lock l;
+    int rc = lock_collection(ds, &l, err);
+    if (rc) {
+        free(dirs);
+        return rc;
+    }
+    size_t ndirs = 0;
+    for (size_t i = 0; !rc && i < st->n; i++) {
+        stage_row *r = &st->rows[i];
+        if (i == 0 && existed0)
+            *existed0 = access(r->final, F_OK) == 0;
+        if ((rc = fsx_rename(r->tmp, r->final, false, err)))
+            break;
+        (*done)++;
+        char d[PATH_MAX];
+        fsx_dirname(r->final, d, sizeof d);
+        size_t j = 0;
+        while (j < ndirs && strcmp(dirs[j], d) != 0)
+            j++;
+        if (j < ndirs)
+            continue;
+        if (ndirs < cap)
+            memcpy(dirs[ndirs++], d, PATH_MAX);
+        else
+            rc = fsx_fsync_dir(d, err);
+    }
+    for (size_t j = 0; j < ndirs; j++) {
+        int frc = fsx_fsync_dir(dirs[j], rc ? NULL : err);
+        if (frc && !rc)
+            rc = frc;
+    }
+    unlock_collection(ds, &l);
+    free(dirs);
+    if (*done)
+        estats_add(ESTAT_DOC_PUT, *done);
+    return rc;
+}
+
+int docstore_stage_commit(docstore_stage *st, size_t *written, storh_err *err)
+{
+    size_t done;
+    int rc = stage_commit(st, &done, NULL, err);
+    if (written)
+        *written = done;
+    stage_free(st, done);
+    return rc;
+}
+
+int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_LEN + 1],
+                 bool *existed, storh_err *err)
+{
+    docstore_stage *st;
+    int rc = docstore_stage_begin(ds, &st, err);
+    if (rc)
+        return rc;
+    if ((rc = docstore_stage_put(st, id, data, out_id, err))) {
+        docstore_stage_abort(st);
+        return rc;
+    }
+    size_t done;
+    bool ex = false;
+    rc = stage_commit(st, &done, &ex, err);
+    stage_free(st, done);
+    if (existed)
+        *existed = ex;
+    return rc;
+}
+
+/* ---- enumeration ---- */
+
+static int iter_add(docstore_iter *it, const char *path, const char *name, size_t nlen)
+{
+    if (it->n == it->cap) {
+        size_t cap = it->cap ? it->cap * 2 : 1024;
+        iter_entry *e = realloc(it->e, cap * sizeof *e);
+        if (!e)
+            return -1;
+        it->e = e;
+        it->cap = cap;
+    }
+    iter_entry *e = &it->e[it->n];
+    e->key = strndup(name, nlen - 6);
+    e->path = strdup(path);
+    e->order = it->n;
+    if (!e->key || !e->path) {
+        free(e->key);
+        free(e->path);
+        return -1;
+    }
+    it->n++;
+    return 0;
+}
+
+static int walk(docstore_iter *it, const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return (errno == ENOENT || depth > 0) ? 0 : -1;
+    struct dirent *de;
+    int rc = 0;
+    while (rc == 0 && (de = readdir(d))) {
+        const char *nm = de->d_name;
+        if (!strcmp(nm, ".") || !strcmp(nm, ".."))
+            continue;
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, nm) >= (int)sizeof path)
+            continue;
+        unsigned char type = de->d_type;
+        if (type == DT_UNKNOWN || type == DT_LNK) {
+            struct stat st;
+            if (stat(path, &st) != 0)
+                continue;
+            type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+        }
+        size_t nl = strlen(nm);
+        if (type == DT_DIR && depth < 64)
+            rc = walk(it, path, depth + 1);
+        else if (type == DT_REG && nl > 6 && !strcmp(nm + nl - 6, ".jsonc"))
+            rc = iter_add(it, path, nm, nl);
+    }
+    closedir(d);
+    return rc;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+    const iter_entry *x = a, *y = b;
+    int c = strcmp(x->key, y->key); /* byte order, like PHP strcmp */
+    if (c)
+        return c;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, storh_err *err)
+{
+    docstore_iter *it = calloc(1, sizeof *it);
+    if (!it)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    it->ds = ds;
+    it->q = q;
+    char data[PATH_MAX];
+    if (fsx_pathf(data, NULL, "%s/data", ds->dir) != 0 || walk(it, data, 0) != 0) {
+        int e = errno;
+        docstore_iter_close(it);
+        return storh_err_sys(err, e, "Could not list records under %s", data);
+    }
+    qsort(it->e, it->n, sizeof *it->e, entry_cmp);
+    /* keep the last of each run of equal keys */
+    size_t w = 0;
+    for (size_t r = 0; r < it->n; r++) {
+        if (r + 1 < it->n && !strcmp(it->e[r].key, it->e[r + 1].key)) {
+            free(it->e[r].key);
+            free(it->e[r].path);
+            continue;
+        }
+        it->e[w++] = it->e[r];
+    }
+    it->n = w;
+    *out = it;
+    return 0;
+}
+
+int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err)
+{
+    while (it->pos < it->n) {
+        if (it->q && it->q->limit && it->emitted >= it->q->limit)
+            return 0;
+        iter_entry *e = &it->e[it->pos++];
+        if (it->q && !recquery_match_id(it->q, e->key, strlen(e->key)))
+            continue;
+        buf_reset(&it->raw);
+        *id = e->key;
+        int rc = fsx_read_all(e->path, &it->raw, err);
+        if (rc == STORH_ENOTFOUND)
+            continue; /* deleted since the listing */
+        if (rc)
+            return rc;
+        estats_add(ESTAT_DOC_SCAN, 1);
+        json_t *d;
+        if ((rc = docstore_decode_record(it->raw.data, it->raw.len, e->key, &d, err)))
+            return rc;
+        if (it->q && !recquery_match_data(it->q, d)) {
+            json_decref(d);
+            continue;
+        }
+        it->emitted++;
+        *data = d;
+        return 1;
+    }
+    return 0;
+}
+
+void docstore_iter_close(docstore_iter *it)
+{
+    if (!it)
+        return;
+    for (size_t i = 0; i < it->n; i++) {
+        free(it->e[i].key);
+        free(it->e[i].path);
+    }
+    free(it->e);
+    buf_free(&it->raw);
+    free(it);
+}
+
+int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_err *err)
+{
+    *count = 0;
+    char dir[PATH_MAX];
+    fsx_dirname(path, dir, sizeof dir);
+    int rc = fsx_mkdirs(dir, false, err);
+    if (rc)
+        return rc;
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return storh_err_sys(err, errno, "Could not open JSONL export file: %s", path);
+    docstore_iter *it;
+    if ((rc = docstore_iter_open(ds, NULL, &it, err))) {
+        fclose(f);
+        return rc;
+    }
+    buf line = BUF_INIT;
+    const char *id;
+    json_t *data;
+    while ((rc = docstore_iter_next(it, &id, &data, err)) == 1) {
+        buf_reset(&line);
+        rc = docstore_encode_record(&line, id, data, err);
+        json_decref(data);
+        if (rc)
+            break;
+        if (fwrite(line.data, 1, line.len, f) != line.len) {
+            rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
+            break;
+        }
+        (*count)++;
+    }
+    docstore_iter_close(it);
+    buf_free(&line);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        rc = rc ? rc : storh_err_sys(err, errno, "Could not sync storage file: %s", path);
+    if (fclose(f) != 0 && rc == 0)
+        rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
+    return rc;
+}
+
+typedef struct scan_totals {
+    long long records, bytes, corrupt;
+} scan_totals;
+
+static int scan(docstore *ds, scan_totals *t, storh_err *err)
+{
+    memset(t, 0, sizeof *t);
+    docstore_iter *it;
+    int rc = docstore_iter_open(ds, NULL, &it, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < it->n; i++) {
+        struct stat st;
+        if (stat(it->e[i].path, &st) == 0)
+            t->bytes += st.st_size;
+    }
+    const char *id;
+    json_t *data;
+    for (;;) {
+        rc = docstore_iter_next(it, &id, &data, NULL);
+        if (rc == 0)
+            break;
+        if (rc == 1) {
+            t->records++;
+            json_decref(data);
+        } else if (rc == STORH_ECORRUPT) {
+            t->corrupt++;
+        } else {
+            docstore_iter_close(it);
+            return storh_err_set(err, rc, "Could not read records of %s", ds->dir);
+        }
+    }
+    docstore_iter_close(it);
+    return 0;
+}
+
+int docstore_stats(docstore *ds, json_t **out, storh_err *err)
+{
+    scan_totals t;
+    int rc = scan(ds, &t, err);
+    if (rc)
+        return rc;
+    *out = json_pack("{sIsIsIsi}", "records", (json_int_t)t.records, "bytes", (json_int_t)t.bytes,
+                     "corrupt", (json_int_t)t.corrupt, "indexes", 0);
+    return *out ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+}
+
+int docstore_health(docstore *ds, json_t **out, storh_err *err)
+{
+    json_t *stats;
+    int rc = docstore_stats(ds, &stats, err);
+    if (rc)
+        return rc;
+    json_int_t corrupt = json_integer_value(json_object_get(stats, "corrupt"));
+    json_t *errors = json_array();
+    if (corrupt > 0) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "Corrupt records: %lld", (long long)corrupt);
+        json_array_append_new(errors, json_string(msg));
+    }
+    *out = json_pack("{sbsoso}", "ok", corrupt == 0, "errors", errors, "stats", stats);
+    return *out ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+}

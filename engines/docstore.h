@@ -1,0 +1,88 @@
+/* docstore: storh's DocPerFileStore (FORMAT.md 2): one JSON record per file
+ * at <root>/<coll>/data/<id[24..25]>/<id>.jsonc, published by temp + fsync +
+ * rename + directory fsync under the collection's flock write lock.
+ *
+ * Writes go through a stage: each row is encoded and written to its own
+ * fsynced temp file as it arrives (so a bulk body is never held in memory),
+ * and nothing becomes visible until docstore_stage_commit renames the temps
+ * under the lock and fsyncs the touched directories. Aborting a stage (bad
+ * row, client gone) removes its temps: a failed request changes nothing.
+ *
+ *   begin --put/element/import_line--> staged --commit--> published
+ *                                        \--abort--> nothing on disk
+ *
+ * A docstore is shared by threads: reads take no lock (atomic rename is
+ * enough), commits serialise on a mutex plus the flock that excludes other
+ * processes (PHP storh included). */
+#ifndef STORH_DOCSTORE_H
+#define STORH_DOCSTORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "recquery.h"
+#include "storh_err.h"
+#include "uuid7.h"
+
+typedef struct docstore docstore;
+typedef struct docstore_stage docstore_stage;
+typedef struct docstore_iter docstore_iter;
+
+/* Opens <root>/<name>. Nothing is created until the first write. The caller
+ * closes it with docstore_close. name is used as given: validate it first. */
+int docstore_open(const char *root, const char *name, docstore **out, storh_err *err);
+void docstore_close(docstore *ds);
+const char *docstore_dir(const docstore *ds);
+
+/* The canonical record bytes {"id":"..","data":..}\n appended to out. */
+int docstore_encode_record(buf *out, const char *id, const json_t *data, storh_err *err);
+/* Decodes record file bytes as storh does (strict, then JSONC; id must be a
+ * valid UUIDv7 equal to expect_id). *data is a new reference. */
+int docstore_decode_record(const char *bytes, size_t len, const char *expect_id, json_t **data,
+                           storh_err *err);
+
+/* STORH_ENOTFOUND when absent, STORH_ECORRUPT for a bad file. *data is a new
+ * reference (caller decrefs). raw, if non-NULL, receives the file bytes. */
+int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_err *err);
+/* *existed tells whether there was a record; deleting nothing is not an error. */
+int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err);
+/* put = a stage of one. id NULL -> generated. out_id receives the id;
+ * *existed whether a record was replaced. */
+int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_LEN + 1],
+                 bool *existed, storh_err *err);
+
+int docstore_stage_begin(docstore *ds, docstore_stage **out, storh_err *err);
+/* Stages data under id (NULL -> generated). data is borrowed. */
+int docstore_stage_put(docstore_stage *st, const char *id, json_t *data,
+                       char out_id[UUID7_LEN + 1], storh_err *err);
+/* putMany element rule: string "id" is used; an object/array "data" is the
+ * data (other keys dropped); otherwise the whole element is the data. */
+int docstore_stage_element(docstore_stage *st, json_t *elem, char out_id[UUID7_LEN + 1],
+                           storh_err *err);
+/* importJsonl row rule: a two-key {"id","data"} row is stored verbatim. */
+int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
+                               char out_id[UUID7_LEN + 1], storh_err *err);
+size_t docstore_stage_count(const docstore_stage *st);
+/* Publishes every staged row in order and frees the stage. On failure the
+ * rows renamed so far stay (each is whole), the rest are removed. */
+int docstore_stage_commit(docstore_stage *st, size_t *written, storh_err *err);
+/* Removes the staged temps and frees the stage. */
+void docstore_stage_abort(docstore_stage *st);
+/* Stream in id byte order (FORMAT.md 2.1), filtered by q (borrowed; may be
+ * NULL; must outlive the iterator). Caller frees with docstore_iter_close. */
+int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, storh_err *err);
+/* 1 = a record (id points into the iterator, *data new reference), 0 = end,
+ * <0 = this record is unreadable (id names it; the next call moves on). */
+int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err);
+void docstore_iter_close(docstore_iter *it);
+
+/* exportJsonl to a file; *count rows written. */
+int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_err *err);
+/* stats(): {"records","bytes","corrupt","indexes"}; new reference. */
+int docstore_stats(docstore *ds, json_t **out, storh_err *err);
+/* health(): {"ok","errors","stats"}; new reference. */
+int docstore_health(docstore *ds, json_t **out, storh_err *err);
+
+#endif

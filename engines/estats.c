@@ -1,0 +1,14 @@
+#include "estats.h"
+
+_Atomic uint64_t estats_counters[ESTAT__COUNT];
+
+const char *estats_name(estat_id id)
+{
+    static const char *const names[ESTAT__COUNT] = {
+        [ESTAT_FSYNC_FILE] = "fsync_file", [ESTAT_FSYNC_DIR] = "fsync_dir",
+        [ESTAT_RENAME] = "rename",         [ESTAT_DOC_PUT] = "doc_put",
+        [ESTAT_DOC_GET] = "doc_get",       [ESTAT_DOC_DELETE] = "doc_delete",
+        [ESTAT_DOC_SCAN] = "doc_scan",
+    };
+    return (id < ESTAT__COUNT) ? names[id] : "unknown";
+}

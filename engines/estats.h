@@ -1,0 +1,34 @@
+/* estats: process-wide engine operation counters (fsyncs, renames, record
+ * reads and writes). Engines bump them with relaxed atomics; the service
+ * reads them for /metrics. Nothing here is persisted. */
+#ifndef STORH_ESTATS_H
+#define STORH_ESTATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef enum {
+    ESTAT_FSYNC_FILE,
+    ESTAT_FSYNC_DIR,
+    ESTAT_RENAME,
+    ESTAT_DOC_PUT,
+    ESTAT_DOC_GET,
+    ESTAT_DOC_DELETE,
+    ESTAT_DOC_SCAN,
+    ESTAT__COUNT
+} estat_id;
+
+extern _Atomic uint64_t estats_counters[ESTAT__COUNT];
+
+static inline void estats_add(estat_id id, uint64_t n)
+{
+    atomic_fetch_add_explicit(&estats_counters[id], n, memory_order_relaxed);
+}
+static inline uint64_t estats_get(estat_id id)
+{
+    return atomic_load_explicit(&estats_counters[id], memory_order_relaxed);
+}
+/* The metric suffix for a counter, e.g. "fsync_file". */
+const char *estats_name(estat_id id);
+
+#endif

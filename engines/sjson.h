@@ -1,0 +1,50 @@
+/* sjson: storh's JSON dialect over jansson values (FORMAT.md 1.2, 1.3).
+ * Encodes exactly what PHP json_encode writes for storh (unescaped unicode
+ * and slashes, 1.0 stays 1.0, PHP list/map duality: {} and {"0":..,"1":..}
+ * come out as arrays), and decodes strict JSON and storh's JSONC. Values are
+ * jansson json_t; this module never owns them unless a function says so. */
+#ifndef STORH_SJSON_H
+#define STORH_SJSON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "buf.h"
+#include "storh_err.h"
+
+#define SJSON_PRETTY 1u
+#define SJSON_MAX_DEPTH 512
+
+/* Appends the encoding of v to out. Fails (STORH_EINVAL) on nesting deeper
+ * than SJSON_MAX_DEPTH or a non-finite number; out may then hold a partial
+ * encoding, so callers reset it. */
+int sjson_encode(buf *out, const json_t *v, unsigned flags, storh_err *err);
+/* An "object file": the encoding plus one '\n'; an empty map is "{}\n". */
+int sjson_encode_doc(buf *out, const json_t *obj, unsigned flags, storh_err *err);
+/* Appends s as a JSON string literal with storh's escapes. */
+void sjson_encode_string(buf *out, const char *s, size_t len);
+/* The SJSON text of a finite double ("1.0", "1.0e+17", "-0.0"); returns the
+ * length written to out (at most 31 bytes plus NUL). */
+int sjson_format_double(double v, char out[32]);
+
+/* Strict JSON of any type. Returns a new reference (caller decrefs) or NULL
+ * with err set (STORH_EINVAL, message names line and column). */
+json_t *sjson_decode(const char *s, size_t len, storh_err *err);
+/* storh's JSONC object reader: strict first, then comments and trailing
+ * commas stripped; the top level must be a non-list map whose keys are not
+ * integers. New reference or NULL with err set. */
+json_t *sjson_decode_jsonc_object(const char *s, size_t len, storh_err *err);
+/* Strips // and block comments and trailing commas as storh does; appends the
+ * result to out (exposed for tests and the fuzzer). */
+void sjson_strip_jsonc(buf *out, const char *s, size_t len);
+
+/* True if k is a canonical decimal int64 ("0", "-5"; not "05", "-0"), which
+ * PHP turns into an integer array key. */
+bool sjson_is_int_key(const char *k, size_t len);
+/* True if obj is a JSON object PHP would treat as a list: keys "0".."n-1" in
+ * order (an empty object is a list too). */
+bool sjson_object_is_list(const json_t *obj);
+/* True if obj is an object and none of its top-level keys is an int key. */
+bool sjson_top_keys_ok(const json_t *obj);
+
+#endif

@@ -1,0 +1,200 @@
+#include "uuid7.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+static const char hexdig[] = "0123456789abcdef";
+
+static pthread_mutex_t gen_mu = PTHREAD_MUTEX_INITIALIZER;
+/* "now" ids and explicit-timestamp ids keep separate state, so a caller that
+ * asks for a far-future ms cannot drag later "now" ids along with it. */
+static int64_t gen_last_ts = -1;
+static uint8_t gen_last_e[10];
+static int64_t exp_last_ts = -1;
+static uint8_t exp_last_e[10];
+
+static void put_hex(char *out, uint64_t v, int digits)
+{
+    for (int i = digits - 1; i >= 0; i--) {
+        out[i] = hexdig[v & 0xf];
+        v >>= 4;
+    }
+}
+
+void uuid7_format(int64_t ts_ms, const uint8_t e[10], char out[UUID7_LEN + 1])
+{
+    char ts[12];
+    put_hex(ts, (uint64_t)ts_ms, 12);
+    memcpy(out, ts, 8);
+    out[8] = '-';
+    memcpy(out + 9, ts + 8, 4);
+    out[13] = '-';
+    out[14] = '7';
+    out[15] = hexdig[e[0] & 0x0f];
+    put_hex(out + 16, e[1], 2);
+    out[18] = '-';
+    put_hex(out + 19, 0x80 | (e[2] & 0x3f), 2);
+    put_hex(out + 21, e[3], 2);
+    out[23] = '-';
+    for (int i = 0; i < 6; i++)
+        put_hex(out + 24 + 2 * i, e[4 + i], 2);
+    out[36] = '\0';
+}
+
+static int fill_random(uint8_t *p, size_t n, storh_err *err)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(p + got, n - got, 0);
+        if (r < 0)
+            return storh_err_sys(err, errno, "Could not read random bytes");
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* Adds one to the 80-bit big-endian counter; true if it wrapped. */
+static bool incr80(uint8_t e[10])
+{
+    for (int i = 9; i >= 0; i--)
+        if (++e[i] != 0)
+            return false;
+    return true;
+}
+
+/* Adds one to the 74 bits that reach the text form (e0 low nibble, e1, e2 low
+ * six bits, e3..e9); true if they overflowed. */
+static bool incr74(uint8_t e[10])
+{
+    for (int i = 9; i >= 3; i--)
+        if (++e[i] != 0)
+            return false;
+    e[2] = (uint8_t)((e[2] & 0x3f) + 1);
+    if (e[2] <= 0x3f)
+        return false;
+    e[2] = 0;
+    if (++e[1] != 0)
+        return false;
+    e[0] = (uint8_t)((e[0] & 0x0f) + 1);
+    if (e[0] <= 0x0f)
+        return false;
+    e[0] = 0;
+    return true;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int uuid7_generate(char out[UUID7_LEN + 1], int64_t ts_ms, storh_err *err)
+{
+    bool monotonic = ts_ms < 0;
+    if (monotonic)
+        ts_ms = now_ms();
+    if (ts_ms > UUID7_MAX_TS)
+        return storh_err_set(err, STORH_EINVAL, "UUIDv7 timestamp is outside the 48-bit range.");
+    pthread_mutex_lock(&gen_mu);
+    int rc = 0;
+    if (monotonic && gen_last_ts >= 0 && ts_ms <= gen_last_ts) {
+        ts_ms = gen_last_ts;
+        if (incr74(gen_last_e)) {
+            ts_ms++;
+            rc = fill_random(gen_last_e, 10, err);
+        }
+    } else if (monotonic) {
+        rc = fill_random(gen_last_e, 10, err);
+    } else if (ts_ms == exp_last_ts) {
+        incr80(exp_last_e);
+    } else {
+        rc = fill_random(exp_last_e, 10, err);
+    }
+    if (rc == 0 && monotonic) {
+        gen_last_ts = ts_ms;
+        uuid7_format(ts_ms, gen_last_e, out);
+    } else if (rc == 0) {
+        exp_last_ts = ts_ms;
+        uuid7_format(ts_ms, exp_last_e, out);
+    }
+    pthread_mutex_unlock(&gen_mu);
+    return rc;
+}
+
+static bool is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+bool uuid7_is_valid(const char *s, size_t len)
+{
+    if (len != UUID7_LEN)
+        return false;
+    for (size_t i = 0; i < UUID7_LEN; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (s[i] != '-')
+                return false;
+        } else if (!is_hex(s[i])) {
+            return false;
+        }
+    }
+    if (s[14] != '7')
+        return false;
+    char v = s[19];
+    return v == '8' || v == '9' || v == 'a' || v == 'b' || v == 'A' || v == 'B';
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return c - 'A' + 10;
+}
+
+int uuid7_timestamp(const char *s, size_t len, int64_t *ms, storh_err *err)
+{
+    if (!uuid7_is_valid(s, len))
+        return storh_err_set(err, STORH_EINVAL, "Invalid UUIDv7 value.");
+    int64_t v = 0;
+    for (int i = 0; i < 13; i++) {
+        if (i == 8)
+            continue;
+        v = (v << 4) | hexval(s[i]);
+    }
+    *ms = v;
+    return 0;
+}
+
+static void bound(int64_t ms, const char *tail20, char out[UUID7_LEN + 1])
+{
+    char h[32];
+    put_hex(h, (uint64_t)ms, 12);
+    memcpy(h + 12, tail20, 20);
+    const char *p = h;
+    char *o = out;
+    static const int groups[5] = {8, 4, 4, 4, 12};
+    for (int g = 0; g < 5; g++) {
+        if (g)
+            *o++ = '-';
+        memcpy(o, p, (size_t)groups[g]);
+        o += groups[g];
+        p += groups[g];
+    }
+    *o = '\0';
+}
+
+void uuid7_min_for_ms(int64_t ms, char out[UUID7_LEN + 1])
+{
+    bound(ms, "70008000000000000000", out);
+}
+
+void uuid7_max_for_ms(int64_t ms, char out[UUID7_LEN + 1])
+{
+    bound(ms, "7fffbfffffffffffffff", out);
+}
