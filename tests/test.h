@@ -1,0 +1,70 @@
+/* test.h: the tiny harness every test executable uses. A file defines its
+ * cases with TEST(name), lists them in TEST_LIST, and ends with TEST_MAIN().
+ * Checks record failures and keep going; the process exits non-zero if any
+ * check failed. `./test_x name` runs one case. */
+#ifndef STORHD_TEST_H
+#define STORHD_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern int test_failures;
+int test_failures;
+
+#define TEST(name) static void name(void)
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            test_failures++;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                                            \
+    do {                                                                                           \
+        const char *a_ = (a), *b_ = (b);                                                           \
+        if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                                   \
+            fprintf(stderr, "%s:%d: CHECK_STR failed: %s\n  got:  %s\n  want: %s\n", __FILE__,     \
+                    __LINE__, #a, a_ ? a_ : "(null)", b_ ? b_ : "(null)");                         \
+            test_failures++;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_INT(a, b)                                                                            \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (a_ != b_) {                                                                            \
+            fprintf(stderr, "%s:%d: CHECK_INT failed: %s = %lld, want %lld\n", __FILE__, __LINE__, \
+                    #a, a_, b_);                                                                   \
+            test_failures++;                                                                       \
+        }                                                                                          \
+    } while (0)
+
+typedef struct test_case {
+    const char *name;
+    void (*fn)(void);
+} test_case;
+
+#define TEST_MAIN(list)                                                                            \
+    int main(int argc, char **argv)                                                                \
+    {                                                                                              \
+        size_t n = sizeof(list) / sizeof(list[0]);                                                 \
+        int ran = 0;                                                                               \
+        for (size_t i = 0; i < n; i++) {                                                           \
+            if (argc > 1 && strcmp(argv[1], list[i].name) != 0)                                    \
+                continue;                                                                          \
+            int before = test_failures;                                                            \
+            list[i].fn();                                                                          \
+            ran++;                                                                                 \
+            printf("%s %s\n", test_failures == before ? "ok" : "FAIL", list[i].name);              \
+        }                                                                                          \
+        if (ran == 0) {                                                                            \
+            fprintf(stderr, "no test ran\n");                                                      \
+            return 2;                                                                              \
+        }                                                                                          \
+        return test_failures ? 1 : 0;                                                              \
+    }
+
+#endif

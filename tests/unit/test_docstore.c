@@ -1,0 +1,287 @@
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "../tmpdir.h"
+#include "docstore.h"
+#include "fsx.h"
+#include "sjson.h"
+
+static char root[PATH_MAX];
+
+static json_t *js(const char *s)
+{
+    return sjson_decode(s, strlen(s), NULL);
+}
+
+static int count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
+            continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            n += count_files(p, suffix);
+        else if (strstr(de->d_name, suffix))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static docstore *open_store(const char *name)
+{
+    docstore *ds = NULL;
+    storh_err err;
+    if (docstore_open(root, name, &ds, &err) != 0)
+        fprintf(stderr, "open: %s\n", err.msg);
+    return ds;
+}
+
+TEST(put_writes_canonical_bytes_at_storh_path)
+{
+    docstore *ds = open_store("pages");
+    json_t *data = js("{\"title\":\"H\\u00e9/llo\",\"n\":1.0,\"e\":{},\"o\":{\"a\":null},"
+                      "\"big\":1e20,\"ctl\":\"a\\tb\\u0001\"}");
+    char id[37];
+    bool existed = true;
+    storh_err err;
+    CHECK_INT(docstore_put(ds, "018bcfe5-6800-7000-8000-2d5dba6274da", data, id, &existed, &err),
+              0);
+    CHECK(!existed);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/pages/data/2d/018bcfe5-6800-7000-8000-2d5dba6274da.jsonc", root);
+    buf b = BUF_INIT;
+    CHECK_INT(fsx_read_all(path, &b, NULL), 0);
+    CHECK_STR(b.data, "{\"id\":\"018bcfe5-6800-7000-8000-2d5dba6274da\",\"data\":{\"title\":"
+                      "\"Hé/llo\",\"n\":1.0,\"e\":[],\"o\":{\"a\":null},\"big\":1.0e+20,"
+                      "\"ctl\":\"a\\tb\\u0001\"}}\n");
+    /* marker registered, no temp left behind */
+    snprintf(path, sizeof path, "%s/pages/.storh/writers", root);
+    CHECK_INT(count_files(path, "."), 1);
+    snprintf(path, sizeof path, "%s/pages", root);
+    CHECK_INT(count_files(path, ".tmp"), 0);
+    CHECK_INT(docstore_put(ds, id, data, id, &existed, &err), 0);
+    CHECK(existed);
+    json_decref(data);
+    buf_free(&b);
+    docstore_close(ds);
+    snprintf(path, sizeof path, "%s/pages/.storh/writers", root);
+    CHECK_INT(count_files(path, "."), 0);
+}
+
+TEST(get_reads_hand_written_jsonc)
+{
+    char dir[PATH_MAX], path[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/hand/data/aa", root);
+    fsx_mkdirs(dir, false, NULL);
+    const char *id = "018bcfe5-6800-7000-8000-aa5dba6274db";
+    snprintf(path, sizeof path, "%s/%s.jsonc", dir, id);
+    const char *text = "// edited by hand\n{\n  \"id\": \"018bcfe5-6800-7000-8000-aa5dba6274db\",\n"
+                       "  \"data\": {\"kind\": \"page\", /* note */ \"tags\": [1, 2,],},\n}\n";
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    docstore *ds = open_store("hand");
+    json_t *data = NULL;
+    storh_err err;
+    CHECK_INT(docstore_get(ds, id, &data, NULL, &err), 0);
+    if (data) {
+        CHECK_STR(json_string_value(json_object_get(data, "kind")), "page");
+        CHECK_INT(json_array_size(json_object_get(data, "tags")), 2);
+        json_decref(data);
+    }
+    /* a record whose id does not match its file is corrupt */
+    snprintf(path, sizeof path, "%s/018bcfe5-6800-7000-8000-aa0000000000.jsonc", dir);
+    f = fopen(path, "w");
+    fputs("{\"id\":\"018bcfe5-6800-7000-8000-aa5dba6274db\",\"data\":{}}\n", f);
+    fclose(f);
+    CHECK_INT(docstore_get(ds, "018bcfe5-6800-7000-8000-aa0000000000", &data, NULL, &err),
+              STORH_ECORRUPT);
+    CHECK_INT(docstore_get(ds, "018bcfe5-6800-7000-8000-bb0000000000", &data, NULL, &err),
+              STORH_ENOTFOUND);
+    CHECK_INT(docstore_get(ds, "../etc/passwd", &data, NULL, &err), STORH_EINVAL);
+    json_t *h;
+    CHECK_INT(docstore_health(ds, &h, NULL), 0);
+    CHECK(json_is_false(json_object_get(h, "ok")));
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(h, "stats"), "corrupt")), 1);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(h, "errors"), 0)),
+              "Corrupt records: 1");
+    json_decref(h);
+    docstore_close(ds);
+}
+
+TEST(stage_abort_changes_nothing)
+{
+    docstore *ds = open_store("bulk");
+    docstore_stage *st;
+    char id[37];
+    CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
+    for (int i = 0; i < 20; i++) {
+        json_t *d = json_pack("{si}", "i", i);
+        CHECK_INT(docstore_stage_put(st, NULL, d, id, NULL), 0);
+        json_decref(d);
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/bulk/data", root);
+    CHECK_INT(count_files(dir, ".tmp"), 20);
+    docstore_stage_abort(st);
+    CHECK_INT(count_files(dir, ".tmp"), 0);
+    CHECK_INT(count_files(dir, ".jsonc"), 0);
+    /* and a commit publishes them all */
+    CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
+    for (int i = 0; i < 20; i++) {
+        json_t *d = json_pack("{si}", "i", i);
+        CHECK_INT(docstore_stage_put(st, NULL, d, id, NULL), 0);
+        json_decref(d);
+    }
+    size_t n = 0;
+    CHECK_INT(docstore_stage_commit(st, &n, NULL), 0);
+    CHECK_INT(n, 20);
+    CHECK_INT(count_files(dir, ".jsonc"), 20);
+    CHECK_INT(count_files(dir, ".tmp"), 0);
+    docstore_close(ds);
+}
+
+TEST(import_rows_follow_storh)
+{
+    docstore *ds = open_store("imp");
+    docstore_stage *st;
+    char id[37];
+    storh_err err;
+    CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
+    const char *verbatim = "{\"data\": {\"k\": 1}, \"id\": \"018bcfe5-6800-7000-8000-1a5dba6274da\"}";
+    CHECK_INT(docstore_stage_import_line(st, verbatim, strlen(verbatim), id, &err), 0);
+    CHECK_STR(id, "018bcfe5-6800-7000-8000-1a5dba6274da");
+    const char *extra = "{\"id\":\"018bcfe5-6800-7000-8000-1b5dba6274da\",\"x\":1,\"5\":2}";
+    CHECK_INT(docstore_stage_import_line(st, extra, strlen(extra), id, &err), 0);
+    CHECK_INT(docstore_stage_import_line(st, "   \r\n", 5, id, &err), 0);
+    CHECK_STR(id, "");
+    CHECK_INT(docstore_stage_import_line(st, "\"str\"", 5, id, &err), STORH_EINVAL);
+    CHECK_STR(err.msg, "JSONL import rows must be objects.");
+    CHECK_INT(docstore_stage_commit(st, NULL, NULL), 0);
+    buf b = BUF_INIT;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/imp/data/1a/018bcfe5-6800-7000-8000-1a5dba6274da.jsonc", root);
+    CHECK_INT(fsx_read_all(path, &b, NULL), 0);
+    CHECK_STR(b.data, "{\"data\": {\"k\": 1}, \"id\": \"018bcfe5-6800-7000-8000-1a5dba6274da\"}\n");
+    buf_reset(&b);
+    snprintf(path, sizeof path, "%s/imp/data/1b/018bcfe5-6800-7000-8000-1b5dba6274da.jsonc", root);
+    CHECK_INT(fsx_read_all(path, &b, NULL), 0);
+    CHECK_STR(b.data, "{\"id\":\"018bcfe5-6800-7000-8000-1b5dba6274da\",\"data\":{\"id\":"
+                      "\"018bcfe5-6800-7000-8000-1b5dba6274da\",\"x\":1}}\n");
+    json_t *d;
+    CHECK_INT(docstore_get(ds, "018bcfe5-6800-7000-8000-1a5dba6274da", &d, NULL, NULL), 0);
+    CHECK_INT(json_integer_value(json_object_get(d, "k")), 1);
+    json_decref(d);
+    buf_free(&b);
+    docstore_close(ds);
+}
+
+TEST(stream_order_filters_and_delete)
+{
+    docstore *ds = open_store("str");
+    const char *ids[] = {"018bcfe5-6802-7000-8000-005dba6274da", "018bcfe5-6800-7000-8000-ff5dba6274da",
+                         "018bcfe5-6801-7000-8000-aa5dba6274da", "018BCFE5-6803-7000-8000-115dba6274da"};
+    for (int i = 0; i < 4; i++) {
+        json_t *d = json_pack("{sssi}", "kind", i % 2 ? "page" : "post", "i", i);
+        char id[37];
+        CHECK_INT(docstore_put(ds, ids[i], d, id, NULL, NULL), 0);
+        json_decref(d);
+    }
+    docstore_iter *it;
+    const char *id;
+    json_t *d;
+    const char *want[] = {ids[3], ids[1], ids[2], ids[0]}; /* byte order: uppercase first */
+    CHECK_INT(docstore_iter_open(ds, NULL, &it, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        CHECK_INT(docstore_iter_next(it, &id, &d, NULL), 1);
+        CHECK_STR(id, want[i]);
+        json_decref(d);
+    }
+    CHECK_INT(docstore_iter_next(it, &id, &d, NULL), 0);
+    docstore_iter_close(it);
+
+    recquery q;
+    recquery_init(&q);
+    json_t *page = json_string("page");
+    CHECK_INT(recquery_where_equal(&q, "kind", page, NULL), 0);
+    json_decref(page);
+    /* lowercase bounds: the uppercase id falls outside the window */
+    CHECK_INT(recquery_time_range(&q, true, INT64_C(1700000000000), false, 0, NULL), 0);
+    CHECK_INT(docstore_iter_open(ds, &q, &it, NULL), 0);
+    d = NULL;
+    CHECK_INT(docstore_iter_next(it, &id, &d, NULL), 1);
+    CHECK_STR(id, ids[1]);
+    json_decref(d);
+    CHECK_INT(docstore_iter_next(it, &id, &d, NULL), 0);
+    docstore_iter_close(it);
+    recquery_clear(&q);
+
+    bool existed;
+    CHECK_INT(docstore_delete(ds, ids[2], &existed, NULL), 0);
+    CHECK(existed);
+    CHECK_INT(docstore_delete(ds, ids[2], &existed, NULL), 0);
+    CHECK(!existed);
+    json_t *stats;
+    CHECK_INT(docstore_stats(ds, &stats, NULL), 0);
+    CHECK_INT(json_integer_value(json_object_get(stats, "records")), 3);
+    json_decref(stats);
+
+    char out[PATH_MAX];
+    size_t n;
+    snprintf(out, sizeof out, "%s/export/str.jsonl", root);
+    CHECK_INT(docstore_export_jsonl(ds, out, &n, NULL), 0);
+    CHECK_INT(n, 3);
+    docstore_close(ds);
+}
+
+TEST(open_sweeps_dead_writers_temps)
+{
+    char dir[PATH_MAX], p[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/sweep/data/ab", root);
+    fsx_mkdirs(dir, false, NULL);
+    snprintf(p, sizeof p, "%s/sweep/.storh/writers", root);
+    fsx_mkdirs(p, false, NULL);
+    /* pid 0x7ffffffe is never alive */
+    snprintf(p, sizeof p, "%s/sweep/.storh/writers/2147483646.deadbeef", root);
+    fclose(fopen(p, "w"));
+    snprintf(p, sizeof p, "%s/.2147483646.deadbeef.1.tmp", dir);
+    fclose(fopen(p, "w"));
+    snprintf(p, sizeof p, "%s/.%d.cafebabe.1.tmp", dir, (int)getpid());
+    fclose(fopen(p, "w"));
+    docstore *ds = open_store("sweep");
+    CHECK_INT(count_files(dir, ".tmp"), 1); /* ours (alive) kept, the dead one gone */
+    snprintf(p, sizeof p, "%s/sweep/.storh/writers", root);
+    CHECK_INT(count_files(p, "."), 0);
+    docstore_close(ds);
+}
+
+static const test_case tests[] = {
+    {"put_writes_canonical_bytes_at_storh_path", put_writes_canonical_bytes_at_storh_path},
+    {"get_reads_hand_written_jsonc", get_reads_hand_written_jsonc},
+    {"stage_abort_changes_nothing", stage_abort_changes_nothing},
+    {"import_rows_follow_storh", import_rows_follow_storh},
+    {"stream_order_filters_and_delete", stream_order_filters_and_delete},
+    {"open_sweeps_dead_writers_temps", open_sweeps_dead_writers_temps},
+};
+
+static int run(int argc, char **argv);
+int main(int argc, char **argv)
+{
+    if (!tmpdir_make(root))
+        return 2;
+    int rc = run(argc, argv);
+    tmpdir_remove(root);
+    return rc;
+}
+#define main run
+TEST_MAIN(tests)

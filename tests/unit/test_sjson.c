@@ -1,0 +1,140 @@
+#include <math.h>
+
+#include "../test.h"
+#include "sjson.h"
+
+static char *enc(const char *json, unsigned flags)
+{
+    static buf b;
+    buf_reset(&b);
+    json_t *v = sjson_decode(json, strlen(json), NULL);
+    if (!v)
+        return NULL;
+    int rc = sjson_encode(&b, v, flags, NULL);
+    json_decref(v);
+    return rc ? NULL : b.data;
+}
+
+static const char *dbl(double v)
+{
+    static char out[32];
+    sjson_format_double(v, out);
+    return out;
+}
+
+TEST(floats_as_php_writes_them)
+{
+    CHECK_STR(dbl(1.0), "1.0");
+    CHECK_STR(dbl(100.0), "100.0");
+    CHECK_STR(dbl(0.1), "0.1");
+    CHECK_STR(dbl(0.1 + 0.2), "0.30000000000000004");
+    CHECK_STR(dbl(1.0 / 3), "0.3333333333333333");
+    CHECK_STR(dbl(0.0001), "0.0001");
+    CHECK_STR(dbl(1e-5), "1.0e-5");
+    CHECK_STR(dbl(-1.5e-10), "-1.5e-10");
+    CHECK_STR(dbl(1e16), "10000000000000000.0");
+    CHECK_STR(dbl(1e17), "1.0e+17");
+    CHECK_STR(dbl(1.2345678901234568e17), "1.2345678901234568e+17");
+    CHECK_STR(dbl(1e20), "1.0e+20");
+    CHECK_STR(dbl(-0.0), "-0.0");
+    CHECK_STR(dbl(5e-324), "5.0e-324");
+    CHECK_STR(dbl(123.456), "123.456");
+}
+
+TEST(strings_and_escapes)
+{
+    CHECK_STR(enc("{\"t\":\"H\\u00e9/llo\",\"u\":\"\\ud83d\\ude00\",\"c\":\"a\\tb\\u0001\\u001f\"}", 0),
+              "{\"t\":\"Hé/llo\",\"u\":\"😀\",\"c\":\"a\\tb\\u0001\\u001f\"}");
+    CHECK_STR(enc("[\"\\u2028\\u2029\\u007f\\\"\\\\\\b\\f\\n\\r\"]", 0),
+              "[\"\\u2028\\u2029\x7f\\\"\\\\\\b\\f\\n\\r\"]");
+}
+
+TEST(php_list_map_duality)
+{
+    CHECK_STR(enc("{\"e\":{},\"l\":{\"0\":\"a\",\"1\":\"b\"},\"m\":{\"1\":\"a\",\"0\":\"b\"}}", 0),
+              "{\"e\":[],\"l\":[\"a\",\"b\"],\"m\":{\"1\":\"a\",\"0\":\"b\"}}");
+    CHECK_STR(enc("{\"a\":1,\"b\":2,\"a\":3}", 0), "{\"a\":3,\"b\":2}");
+    CHECK_STR(enc("{\"n\":1.0,\"i\":1,\"big\":1e20,\"x\":1E2}", 0),
+              "{\"n\":1.0,\"i\":1,\"big\":1.0e+20,\"x\":100.0}");
+    CHECK(sjson_is_int_key("0", 1));
+    CHECK(sjson_is_int_key("-5", 2));
+    CHECK(sjson_is_int_key("9223372036854775807", 19));
+    CHECK(!sjson_is_int_key("9223372036854775808", 19));
+    CHECK(sjson_is_int_key("-9223372036854775808", 20));
+    CHECK(!sjson_is_int_key("-0", 2));
+    CHECK(!sjson_is_int_key("05", 2));
+    CHECK(!sjson_is_int_key("1.0", 3));
+    CHECK(!sjson_is_int_key(" 1", 2));
+}
+
+TEST(pretty_style)
+{
+    CHECK_STR(enc("{\"fields\":[{\"field\":\"at\",\"unique\":false}],\"e\":[]}", SJSON_PRETTY),
+              "{\n    \"fields\": [\n        {\n            \"field\": \"at\",\n"
+              "            \"unique\": false\n        }\n    ],\n    \"e\": []\n}");
+    buf b = BUF_INIT;
+    json_t *empty = json_object();
+    CHECK_INT(sjson_encode_doc(&b, empty, SJSON_PRETTY, NULL), 0);
+    CHECK_STR(b.data, "{}\n");
+    json_decref(empty);
+    buf_free(&b);
+}
+
+TEST(depth_limit)
+{
+    json_t *v = json_array(), *cur = v;
+    for (int i = 0; i < SJSON_MAX_DEPTH + 1; i++) {
+        json_t *n = json_array();
+        json_array_append_new(cur, n);
+        cur = n;
+    }
+    buf b = BUF_INIT;
+    storh_err err;
+    CHECK_INT(sjson_encode(&b, v, 0, &err), STORH_EINVAL);
+    json_decref(v);
+    buf_free(&b);
+}
+
+static json_t *jc(const char *s, storh_err *err)
+{
+    return sjson_decode_jsonc_object(s, strlen(s), err);
+}
+
+TEST(jsonc_reader)
+{
+    storh_err err;
+    json_t *v = jc("// header\n{\n  \"a\": 1, /* inline */\n  \"s\": \"// not a comment\",\n"
+                   "  \"l\": [1, 2,],\n}\n",
+                   &err);
+    CHECK(v != NULL);
+    if (v) {
+        CHECK_INT(json_integer_value(json_object_get(v, "a")), 1);
+        CHECK_STR(json_string_value(json_object_get(v, "s")), "// not a comment");
+        CHECK_INT(json_array_size(json_object_get(v, "l")), 2);
+        json_decref(v);
+    }
+    v = jc("  {}  ", &err);
+    CHECK(v && json_object_size(v) == 0);
+    json_decref(v);
+    CHECK(jc("{\"1\":\"x\"}", &err) == NULL);
+    CHECK_STR(err.msg, "JSONC document must decode to an object.");
+    CHECK(jc("{\"0\":\"zero\"}", &err) == NULL);
+    CHECK(jc("[]", &err) == NULL);
+    CHECK(jc("{\"a\":1 /* unterminated", &err) == NULL);
+    CHECK(jc("{'a':1}", &err) == NULL);
+    buf b = BUF_INIT;
+    const char *src = "{\"a\":/*x\ny*/1}";
+    sjson_strip_jsonc(&b, src, strlen(src));
+    CHECK_STR(b.data, "{\"a\":   \n 1}");
+    buf_free(&b);
+}
+
+static const test_case tests[] = {
+    {"floats_as_php_writes_them", floats_as_php_writes_them},
+    {"strings_and_escapes", strings_and_escapes},
+    {"php_list_map_duality", php_list_map_duality},
+    {"pretty_style", pretty_style},
+    {"depth_limit", depth_limit},
+    {"jsonc_reader", jsonc_reader},
+};
+TEST_MAIN(tests)

@@ -1,0 +1,77 @@
+#include <string.h>
+
+#include "../test.h"
+#include "uuid7.h"
+
+TEST(format_matches_storh)
+{
+    const uint8_t e[10] = {0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x11, 0xfe};
+    char out[37];
+    uuid7_format(INT64_C(1700000000000), e, out);
+    CHECK_STR(out, "018bcfe5-6800-7234-9678-9abcdef011fe");
+}
+
+TEST(validate)
+{
+    CHECK(uuid7_is_valid("018bcfe5-6800-7234-9678-9abcdef011fe", 36));
+    CHECK(uuid7_is_valid("018BCFE5-6800-7234-B678-9ABCDEF011FE", 36));
+    CHECK(!uuid7_is_valid("018bcfe5-6800-6234-9678-9abcdef011fe", 36)); /* version 6 */
+    CHECK(!uuid7_is_valid("018bcfe5-6800-7234-c678-9abcdef011fe", 36)); /* variant c */
+    CHECK(!uuid7_is_valid("018bcfe5-6800-7234-9678-9abcdef011f", 35));
+    CHECK(!uuid7_is_valid("018bcfe5-6800-7234-9678-9abcdef011fe\n", 37));
+    CHECK(!uuid7_is_valid("018bcfe5x6800-7234-9678-9abcdef011fe", 36));
+    CHECK(!uuid7_is_valid("../../../../etc/passwd-000000000000", 36));
+}
+
+TEST(timestamp_and_bounds)
+{
+    int64_t ms = 0;
+    CHECK_INT(uuid7_timestamp("018bcfe5-6800-7234-9678-9abcdef011fe", 36, &ms, NULL), 0);
+    CHECK_INT(ms, INT64_C(1700000000000));
+    storh_err err;
+    CHECK_INT(uuid7_timestamp("nope", 4, &ms, &err), STORH_EINVAL);
+    CHECK_STR(err.msg, "Invalid UUIDv7 value.");
+    char b[37];
+    uuid7_min_for_ms(INT64_C(1700000000000), b);
+    CHECK_STR(b, "018bcfe5-6800-7000-8000-000000000000");
+    uuid7_max_for_ms(INT64_C(1700000000000), b);
+    CHECK_STR(b, "018bcfe5-6800-7fff-bfff-ffffffffffff");
+}
+
+TEST(explicit_ts_counts_up)
+{
+    char a[37], b[37];
+    CHECK_INT(uuid7_generate(a, INT64_C(1700000000000), NULL), 0);
+    CHECK_INT(uuid7_generate(b, INT64_C(1700000000000), NULL), 0);
+    CHECK(strncmp(a, "018bcfe5-6800-7", 15) == 0);
+    CHECK(strcmp(a, b) != 0);
+    CHECK(uuid7_is_valid(b, 36));
+    storh_err err;
+    CHECK_INT(uuid7_generate(a, INT64_C(1) << 48, &err), STORH_EINVAL);
+}
+
+TEST(now_ids_are_monotonic)
+{
+    char prev[37] = "", cur[37];
+    for (int i = 0; i < 200000; i++) {
+        CHECK_INT(uuid7_generate(cur, -1, NULL), 0);
+        if (strcmp(prev, cur) >= 0) {
+            CHECK(strcmp(prev, cur) < 0);
+            break;
+        }
+        if (!uuid7_is_valid(cur, 36)) {
+            CHECK(uuid7_is_valid(cur, 36));
+            break;
+        }
+        memcpy(prev, cur, 37);
+    }
+}
+
+static const test_case tests[] = {
+    {"format_matches_storh", format_matches_storh},
+    {"validate", validate},
+    {"timestamp_and_bounds", timestamp_and_bounds},
+    {"explicit_ts_counts_up", explicit_ts_counts_up},
+    {"now_ids_are_monotonic", now_ids_are_monotonic},
+};
+TEST_MAIN(tests)
