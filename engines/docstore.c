@@ -19,7 +19,7 @@
 struct docstore {
     char *dir;
     pthread_mutex_t mu; /* commits, deletes and the lazy set-up below */
-    bool ready;         /* collection dir exists and our marker is registered */
+    atomic_bool ready;  /* collection dir exists and our marker is registered */
     char identity[32];  /* <pid>.<8hex>, also the record temp prefix */
     atomic_ulong tmp_seq;
 };
@@ -245,11 +245,6 @@ int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err)
 
 int docstore_stage_begin(docstore *ds, docstore_stage **out, storh_err *err)
 {
-    pthread_mutex_lock(&ds->mu);
-    int rc = prepare_locked(ds, err);
-    pthread_mutex_unlock(&ds->mu);
-    if (rc)
-        return rc;
     docstore_stage *st = calloc(1, sizeof *st);
     if (!st)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
@@ -267,6 +262,13 @@ size_t docstore_stage_count(const docstore_stage *st)
 static int stage_bytes(docstore_stage *st, const char *id, storh_err *err)
 {
     docstore *ds = st->ds;
+    if (!ds->ready) { /* the collection is created by its first staged row */
+        pthread_mutex_lock(&ds->mu);
+        int rc = prepare_locked(ds, err);
+        pthread_mutex_unlock(&ds->mu);
+        if (rc)
+            return rc;
+    }
     if (st->n == st->cap) {
         size_t cap = st->cap ? st->cap * 2 : 16;
         stage_row *r = realloc(st->rows, cap * sizeof *r);
@@ -422,6 +424,8 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
 {
     docstore *ds = st->ds;
     *done = 0;
+    if (st->n == 0)
+        return 0;
     size_t cap = st->n < COMMIT_MAX_DIRS ? st->n : COMMIT_MAX_DIRS;
     char(*dirs)[PATH_MAX] = malloc(sizeof *dirs * (cap ? cap : 1));
     if (!dirs)

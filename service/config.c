@@ -1,0 +1,272 @@
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { OPT_STR, OPT_SIZE, OPT_INT, OPT_BOOL } opt_kind;
+
+typedef struct opt_def {
+    const char *flag; /* --flag, STORHD_FLAG, "flag" in the config file */
+    const char *env;
+    opt_kind kind;
+    size_t offset;
+    const char *help;
+} opt_def;
+
+#define OFF(f) offsetof(config, f)
+static const opt_def opts[] = {
+    {"root", "STORHD_ROOT", OPT_STR, OFF(root), "storage root directory (default ./var/data)"},
+    {"listen", "STORHD_LISTEN", OPT_STR, 0, "HOST:PORT to listen on (default 127.0.0.1:8080)"},
+    {"config", "STORHD_CONFIG", OPT_STR, OFF(config_file), "JSON config file"},
+    {"max-body", "STORHD_MAX_BODY", OPT_SIZE, OFF(max_body),
+     "largest JSON body or NDJSON line in bytes (default 1048576)"},
+    {"threads", "STORHD_THREADS", OPT_INT, OFF(threads), "HTTP worker threads (default 4)"},
+    {"conn-timeout", "STORHD_CONN_TIMEOUT", OPT_INT, OFF(conn_timeout),
+     "idle connection timeout in seconds (default 30)"},
+    {"max-conns", "STORHD_MAX_CONNS", OPT_INT, OFF(max_conns),
+     "concurrent connections (default 1024)"},
+    {"access-log", "STORHD_ACCESS_LOG", OPT_BOOL, OFF(access_log),
+     "log every request as a JSON line on stderr (default true)"},
+    {"insecure-no-auth", "STORHD_INSECURE_NO_AUTH", OPT_BOOL, OFF(insecure_no_auth),
+     "serve /v1 without a JWT key on a non-loopback address"},
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: storhd [--root DIR] [--listen HOST:PORT] [--config FILE] [options]\n\n");
+    for (size_t i = 0; i < NOPTS; i++)
+        fprintf(f, "  --%-18s %s\n      env %s\n", opts[i].flag, opts[i].help, opts[i].env);
+    fprintf(f, "  --%-18s %s\n  --%-18s %s\n", "help", "this text", "version",
+            "print the version");
+}
+
+static int set_listen(config *cfg, const char *v)
+{
+    const char *colon = strrchr(v, ':');
+    if (!colon || colon == v) {
+        fprintf(stderr, "storhd: --listen must be HOST:PORT, got '%s'\n", v);
+        return -1;
+    }
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535 || end == colon + 1) {
+        fprintf(stderr, "storhd: bad port in --listen '%s'\n", v);
+        return -1;
+    }
+    const char *h = v;
+    size_t hl = (size_t)(colon - v);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    char host[64];
+    if (hl >= sizeof host) {
+        fprintf(stderr, "storhd: bad host in --listen '%s'\n", v);
+        return -1;
+    }
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    if (!strcmp(host, "localhost"))
+        strcpy(host, "127.0.0.1");
+    unsigned char tmp[16];
+    if (inet_pton(AF_INET, host, tmp) != 1 && inet_pton(AF_INET6, host, tmp) != 1) {
+        fprintf(stderr, "storhd: --listen host must be a numeric address, got '%s'\n", host);
+        return -1;
+    }
+    free(cfg->listen_host);
+    cfg->listen_host = strdup(host);
+    cfg->listen_port = (int)port;
+    return 0;
+}
+
+static int set_opt(config *cfg, const opt_def *o, const char *v, const char *where)
+{
+    if (!strcmp(o->flag, "listen"))
+        return set_listen(cfg, v);
+    void *field = (char *)cfg + o->offset;
+    char *end;
+    switch (o->kind) {
+    case OPT_STR:
+        free(*(char **)field);
+        *(char **)field = strdup(v);
+        return 0;
+    case OPT_SIZE: {
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (errno || *end || end == v || n == 0) {
+            fprintf(stderr, "storhd: %s %s: expected a positive byte count, got '%s'\n", where,
+                    o->flag, v);
+            return -1;
+        }
+        *(size_t *)field = (size_t)n;
+        return 0;
+    }
+    case OPT_INT: {
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || *end || end == v || n <= 0 || n > 1000000) {
+            fprintf(stderr, "storhd: %s %s: expected a positive integer, got '%s'\n", where,
+                    o->flag, v);
+            return -1;
+        }
+        if (o->offset == OFF(max_conns))
+            *(unsigned *)field = (unsigned)n;
+        else
+            *(int *)field = (int)n;
+        return 0;
+    }
+    case OPT_BOOL:
+        if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "on"))
+            *(bool *)field = true;
+        else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off"))
+            *(bool *)field = false;
+        else {
+            fprintf(stderr, "storhd: %s %s: expected true or false, got '%s'\n", where, o->flag,
+                    v);
+            return -1;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+static const opt_def *find_opt(const char *flag)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (!strcmp(opts[i].flag, flag))
+            return &opts[i];
+    return NULL;
+}
+
+static int load_file(config *cfg, const char *path)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) {
+        fprintf(stderr, "storhd: config %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+        return -1;
+    }
+    int rc = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v)
+    {
+        const opt_def *o = find_opt(key);
+        if (!o || !strcmp(key, "config")) {
+            /* later issues add sections (mirrors, rpc); unknown keys are kept for them */
+            continue;
+        }
+        char tmp[64];
+        const char *s = NULL;
+        if (json_is_string(v))
+            s = json_string_value(v);
+        else if (json_is_integer(v))
+            snprintf(tmp, sizeof tmp, "%lld", (long long)json_integer_value(v)), s = tmp;
+        else if (json_is_boolean(v))
+            s = json_is_true(v) ? "true" : "false";
+        if (!s) {
+            fprintf(stderr, "storhd: config %s: bad value for '%s'\n", path, key);
+            rc = -1;
+            break;
+        }
+        if ((rc = set_opt(cfg, o, s, "config")))
+            break;
+    }
+    json_decref(root);
+    return rc;
+}
+
+int config_load(config *cfg, int argc, char **argv)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->root = strdup("./var/data");
+    cfg->listen_host = strdup("127.0.0.1");
+    cfg->listen_port = 8080;
+    cfg->max_body = 1024 * 1024;
+    cfg->threads = 4;
+    cfg->conn_timeout = 30;
+    cfg->max_conns = 1024;
+    cfg->access_log = true;
+
+    struct option lo[NOPTS + 3];
+    for (size_t i = 0; i < NOPTS; i++)
+        lo[i] = (struct option){opts[i].flag, opts[i].kind == OPT_BOOL ? optional_argument
+                                                                        : required_argument,
+                                NULL, (int)(i + 1)};
+    lo[NOPTS] = (struct option){"help", no_argument, NULL, 'h'};
+    lo[NOPTS + 1] = (struct option){"version", no_argument, NULL, 'V'};
+    lo[NOPTS + 2] = (struct option){NULL, 0, NULL, 0};
+
+    /* pass 1: --help, --version and --config (the file sits below env and flags) */
+    const char *file = getenv("STORHD_CONFIG");
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "hV", lo, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 1;
+        }
+        if (c == 'V') {
+            printf("storhd %s\n", STORHD_VERSION);
+            return 1;
+        }
+        if (c == '?') {
+            fprintf(stderr, "storhd: unknown or incomplete option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return -1;
+        }
+        if (c > 0 && c <= (int)NOPTS && !strcmp(opts[c - 1].flag, "config"))
+            file = optarg;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "storhd: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (file) {
+        free(cfg->config_file);
+        cfg->config_file = strdup(file);
+        if (load_file(cfg, file))
+            return -1;
+    }
+    for (size_t i = 0; i < NOPTS; i++) {
+        const char *v = getenv(opts[i].env);
+        if (v && opts[i].offset != OFF(config_file) && set_opt(cfg, &opts[i], v, opts[i].env))
+            return -1;
+    }
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "hV", lo, NULL)) != -1) {
+        if (c <= 0 || c > (int)NOPTS || !strcmp(opts[c - 1].flag, "config"))
+            continue;
+        const opt_def *o = &opts[c - 1];
+        const char *v = optarg ? optarg : (o->kind == OPT_BOOL ? "true" : "");
+        if (set_opt(cfg, o, v, "flag"))
+            return -1;
+    }
+    return 0;
+}
+
+void config_free(config *cfg)
+{
+    free(cfg->root);
+    free(cfg->listen_host);
+    free(cfg->config_file);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+bool config_listen_is_loopback(const config *cfg)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, cfg->listen_host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, cfg->listen_host, &a6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&a6);
+    return false;
+}

@@ -1,0 +1,32 @@
+/* config: storhd's settings, from (lowest to highest precedence) built-in
+ * defaults, a JSON config file, STORHD_* environment variables and command
+ * line flags. The config owns its strings; config_free releases them. */
+#ifndef STORHD_CONFIG_H
+#define STORHD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct config {
+    char *root;        /* storage root (created if missing) */
+    char *listen_host; /* numeric IPv4/IPv6 address */
+    int listen_port;
+    char *config_file;
+    size_t max_body;      /* bytes; larger JSON bodies and NDJSON lines get 413 */
+    int threads;          /* HTTP worker threads (each with its own epoll) */
+    int conn_timeout;     /* seconds a connection may stay idle */
+    unsigned max_conns;   /* concurrent connections */
+    bool access_log;      /* one JSON line per request on stderr */
+    bool insecure_no_auth;
+} config;
+
+/* Fills cfg from argv and the environment. Returns 0 to run, 1 when --help
+ * or --version printed something (exit 0), -1 on a bad setting (message on
+ * stderr, exit 2). */
+int config_load(config *cfg, int argc, char **argv);
+void config_free(config *cfg);
+/* True if listen_host is a loopback address. */
+bool config_listen_is_loopback(const config *cfg);
+
+
+#endif

@@ -1,0 +1,444 @@
+#include "h_docs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apierr.h"
+#include "docstore.h"
+#include "http.h"
+#include "sjson.h"
+#include "xxhash.h"
+
+static docstore *store_for(http_req *req, bool fail_mode)
+{
+    docstore *ds = NULL;
+    storh_err err;
+    if (registry_docstore(http_service(req)->reg, http_param(req, "collection"), &ds, &err)) {
+        if (fail_mode)
+            http_fail_storh(req, &err);
+        else
+            http_reply_storh(req, &err);
+        return NULL;
+    }
+    return ds;
+}
+
+static void etag_of(const char *bytes, size_t len, char out[20])
+{
+    snprintf(out, 20, "\"%016llx\"", (unsigned long long)XXH3_64bits(bytes, len));
+}
+
+/* Replies with the canonical record, its ETag and, for 201, its Location. */
+static int reply_record(http_req *req, int status, const char *id, const json_t *data)
+{
+    buf b = BUF_INIT;
+    storh_err err;
+    if (docstore_encode_record(&b, id, data, &err)) {
+        buf_free(&b);
+        return http_reply_storh(req, &err);
+    }
+    char etag[20];
+    etag_of(b.data, b.len, etag);
+    http_reply_bytes(req, status, "application/json", b.data, b.len);
+    http_header_add(req, "ETag", etag);
+    if (status == 201) {
+        char loc[160];
+        snprintf(loc, sizeof loc, "/v1/docs/%s/%s", http_param(req, "collection"), id);
+        http_header_add(req, "Location", loc);
+    }
+    buf_free(&b);
+    return 0;
+}
+
+static int put_common(http_req *req, const char *id)
+{
+    docstore *ds = store_for(req, false);
+    if (!ds)
+        return 0;
+    json_t *data = http_body_object(req);
+    if (!data)
+        return 0;
+    char out_id[UUID7_LEN + 1];
+    bool existed = false;
+    storh_err err;
+    int rc = docstore_put(ds, id, data, out_id, &existed, &err);
+    if (rc)
+        http_reply_storh(req, &err);
+    else
+        reply_record(req, (id && existed) ? 200 : 201, out_id, data);
+    json_decref(data);
+    return 0;
+}
+
+int h_docs_create(http_req *req)
+{
+    return put_common(req, NULL);
+}
+
+int h_docs_put(http_req *req)
+{
+    return put_common(req, http_param(req, "id"));
+}
+
+static bool etag_matches(const char *header, const char *etag)
+{
+    if (!header)
+        return false;
+    if (!strcmp(header, "*"))
+        return true;
+    /* a comma separated list, weak or strong */
+    const char *p = header;
+    size_t n = strlen(etag);
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!strncmp(p, "W/", 2))
+            p += 2;
+        if (!strncmp(p, etag, n) && (p[n] == '\0' || p[n] == ',' || p[n] == ' '))
+            return true;
+        while (*p && *p != ',')
+            p++;
+    }
+    return false;
+}
+
+int h_docs_get(http_req *req)
+{
+    docstore *ds = store_for(req, false);
+    if (!ds)
+        return 0;
+    const char *id = http_param(req, "id");
+    json_t *data = NULL;
+    storh_err err;
+    if (docstore_get(ds, id, &data, NULL, &err))
+        return http_reply_storh(req, &err);
+    buf b = BUF_INIT;
+    int rc = docstore_encode_record(&b, id, data, &err);
+    json_decref(data);
+    if (rc) {
+        buf_free(&b);
+        return http_reply_storh(req, &err);
+    }
+    char etag[20];
+    etag_of(b.data, b.len, etag);
+    if (etag_matches(http_header(req, "If-None-Match"), etag))
+        http_reply_empty(req, 304);
+    else
+        http_reply_bytes(req, 200, "application/json", b.data, b.len);
+    http_header_add(req, "ETag", etag);
+    buf_free(&b);
+    return 0;
+}
+
+int h_docs_delete(http_req *req)
+{
+    docstore *ds = store_for(req, false);
+    if (!ds)
+        return 0;
+    bool existed = false;
+    storh_err err;
+    if (docstore_delete(ds, http_param(req, "id"), &existed, &err))
+        return http_reply_storh(req, &err);
+    if (!existed)
+        return http_reply_error(req, 404, "Record not found: %s", http_param(req, "id"));
+    return http_reply_empty(req, 204);
+}
+
+/* ---- streamed reads: GET list and _export ---- */
+
+typedef struct list_state {
+    docstore_iter *it;
+    recquery q;
+    char bad[UUID7_LEN * 2];
+} list_state;
+
+static void list_free(void *p)
+{
+    list_state *s = p;
+    docstore_iter_close(s->it);
+    recquery_clear(&s->q);
+    free(s);
+}
+
+static int list_fill(void *p, buf *out, size_t max)
+{
+    list_state *s = p;
+    while (out->len < max) {
+        const char *id;
+        json_t *data;
+        storh_err err;
+        int rc = docstore_iter_next(s->it, &id, &data, &err);
+        if (rc == 0)
+            return 1;
+        if (rc < 0) {
+            fprintf(stderr, "{\"msg\":\"stream aborted\",\"error\":\"%s\"}\n",
+                    storh_err_name(rc));
+            return -1; /* a truncated transfer, never a silent gap */
+        }
+        rc = docstore_encode_record(out, id, data, &err);
+        json_decref(data);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+typedef struct parse_ctx {
+    recquery *q;
+    char msg[300];
+    bool bad;
+} parse_ctx;
+
+static bool parse_int(const char *v, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno || end == v || *end)
+        return false;
+    *out = n;
+    return true;
+}
+
+static void parse_arg(void *cp, const char *k, const char *v)
+{
+    parse_ctx *c = cp;
+    if (c->bad)
+        return;
+    storh_err err;
+    long long n;
+    if (!strcmp(k, "after")) {
+        if (recquery_after(c->q, v, strlen(v), &err))
+            snprintf(c->msg, sizeof c->msg, "Query parameter after: %.200s", err.msg), c->bad = true;
+    } else if (!strcmp(k, "limit")) {
+        if (!parse_int(v, &n) || recquery_limit(c->q, n, &err))
+            snprintf(c->msg, sizeof c->msg, "Query parameter limit: must be an integer >= 1."),
+                c->bad = true;
+    } else if (!strcmp(k, "from_ms") || !strcmp(k, "until_ms")) {
+        if (!parse_int(v, &n)) {
+            snprintf(c->msg, sizeof c->msg, "Query parameter %s: must be an integer.", k);
+            c->bad = true;
+            return;
+        }
+        bool from = k[0] == 'f';
+        recquery *q = c->q;
+        /* keep the other bound as it is */
+        int rc = 0;
+        if (from)
+            rc = recquery_time_range(q, true, n, q->has_until, 0, &err);
+        else
+            rc = recquery_time_range(q, q->has_from, 0, true, n, &err);
+        if (rc)
+            snprintf(c->msg, sizeof c->msg, "Query parameter %.64s: %.200s", k, err.msg), c->bad = true;
+    } else if (!strncmp(k, "eq.", 3)) {
+        /* a JSON scalar when it parses as one (1, 2.5, true, null, "x"), else text */
+        json_t *val = sjson_decode(v, strlen(v), NULL);
+        if (!val || json_is_object(val) || json_is_array(val)) {
+            json_decref(val);
+            val = json_string(v);
+        }
+        if (!val || recquery_where_equal(c->q, k + 3, val, &err)) {
+            snprintf(c->msg, sizeof c->msg, "Query parameter %.64s: %.200s", k,
+                     val ? err.msg : "not valid UTF-8");
+            c->bad = true;
+        }
+        json_decref(val);
+    } else {
+        snprintf(c->msg, sizeof c->msg,
+                 "Unknown query parameter '%.64s' (use after, limit, from_ms, until_ms, "
+                 "eq.FIELD).",
+                 k);
+        c->bad = true;
+    }
+}
+
+static int start_stream(http_req *req, bool with_query)
+{
+    docstore *ds = store_for(req, false);
+    if (!ds)
+        return 0;
+    list_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return http_reply_error(req, 503, "Out of memory.");
+    recquery_init(&s->q);
+    if (with_query) {
+        parse_ctx c = {.q = &s->q};
+        http_query_each(req, parse_arg, &c);
+        /* the two bounds may come in either order: fix the stored ids */
+        if (!c.bad) {
+            const char *f = http_query(req, "from_ms"), *u = http_query(req, "until_ms");
+            long long fv = 0, uv = 0;
+            if (f)
+                parse_int(f, &fv);
+            if (u)
+                parse_int(u, &uv);
+            storh_err err;
+            if ((f || u) && recquery_time_range(&s->q, f != NULL, fv, u != NULL, uv, &err))
+                snprintf(c.msg, sizeof c.msg, "Time range: %.200s", err.msg), c.bad = true;
+        }
+        if (c.bad) {
+            list_free(s);
+            return http_reply_error(req, 400, "%s", c.msg);
+        }
+    }
+    storh_err err;
+    if (docstore_iter_open(ds, &s->q, &s->it, &err)) {
+        list_free(s);
+        return http_reply_storh(req, &err);
+    }
+    return http_reply_stream(req, 200, "application/x-ndjson", list_fill, s, list_free);
+}
+
+int h_docs_list(http_req *req)
+{
+    return start_stream(req, true);
+}
+
+int h_docs_export(http_req *req)
+{
+    return start_stream(req, false);
+}
+
+static int reply_engine_json(http_req *req, int (*fn)(docstore *, json_t **, storh_err *))
+{
+    docstore *ds = store_for(req, false);
+    if (!ds)
+        return 0;
+    json_t *out;
+    storh_err err;
+    if (fn(ds, &out, &err))
+        return http_reply_storh(req, &err);
+    http_reply_json(req, 200, out);
+    json_decref(out);
+    return 0;
+}
+
+int h_docs_stats(http_req *req)
+{
+    return reply_engine_json(req, docstore_stats);
+}
+
+int h_docs_health(http_req *req)
+{
+    return reply_engine_json(req, docstore_health);
+}
+
+/* ---- _bulk: NDJSON rows staged as they arrive, published at the end ---- */
+
+typedef struct bulk_state {
+    docstore_stage *st;
+    buf line;
+    size_t lineno;
+    bool import;
+} bulk_state;
+
+static void bulk_free(void *p)
+{
+    bulk_state *b = p;
+    docstore_stage_abort(b->st); /* no-op after a commit */
+    buf_free(&b->line);
+    free(b);
+}
+
+int h_docs_bulk_begin(http_req *req)
+{
+    const char *mode = http_query(req, "mode");
+    if (mode && strcmp(mode, "put") && strcmp(mode, "import"))
+        return http_fail(req, 400, "Query parameter mode: must be put or import.");
+    docstore *ds = store_for(req, true);
+    if (!ds)
+        return -1;
+    bulk_state *b = calloc(1, sizeof *b);
+    if (!b)
+        return http_fail(req, 503, "Out of memory.");
+    b->import = mode && !strcmp(mode, "import");
+    http_set_state(req, b, bulk_free);
+    storh_err err;
+    if (docstore_stage_begin(ds, &b->st, &err))
+        return http_fail_storh(req, &err);
+    return 0;
+}
+
+static int bulk_row(http_req *req, bulk_state *b, const char *p, size_t n)
+{
+    b->lineno++;
+    size_t i = 0;
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'))
+        i++;
+    if (i == n)
+        return 0;
+    char id[UUID7_LEN + 1];
+    storh_err err;
+    int rc;
+    if (b->import) {
+        rc = docstore_stage_import_line(b->st, p, n, id, &err);
+    } else {
+        json_t *row = sjson_decode(p, n, &err);
+        rc = row ? docstore_stage_element(b->st, row, id, &err) : STORH_EINVAL;
+        json_decref(row);
+    }
+    if (rc) {
+        docstore_stage_abort(b->st);
+        b->st = NULL;
+        return http_fail(req, apierr_status(rc), "Line %zu: %s", b->lineno, err.msg);
+    }
+    return 0;
+}
+
+int h_docs_bulk_body(http_req *req, const char *data, size_t len)
+{
+    bulk_state *b = http_state(req);
+    size_t limit = http_service(req)->cfg.max_body;
+    if (!data) { /* end of body: a last line without '\n' is still a row */
+        int rc = b->line.len ? bulk_row(req, b, b->line.data, b->line.len) : 0;
+        buf_reset(&b->line);
+        return rc;
+    }
+    while (len) {
+        const char *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) : len;
+        if (b->line.len + take > limit) {
+            docstore_stage_abort(b->st);
+            b->st = NULL;
+            return http_fail(req, 413, "Line %zu is over the limit of %zu bytes.", b->lineno + 1,
+                             limit);
+        }
+        int rc = 0;
+        if (nl && b->line.len == 0) {
+            rc = bulk_row(req, b, data, take); /* the whole line is in this chunk */
+        } else {
+            buf_append(&b->line, data, take);
+            if (buf_failed(&b->line))
+                return http_fail(req, 503, "Out of memory.");
+            if (nl) {
+                rc = bulk_row(req, b, b->line.data, b->line.len);
+                buf_reset(&b->line);
+            }
+        }
+        if (rc)
+            return rc;
+        if (!nl)
+            break;
+        data = nl + 1;
+        len -= take + 1;
+    }
+    return 0;
+}
+
+int h_docs_bulk_end(http_req *req)
+{
+    bulk_state *b = http_state(req);
+    size_t written = 0, staged = docstore_stage_count(b->st);
+    storh_err err;
+    int rc = docstore_stage_commit(b->st, &written, &err);
+    b->st = NULL;
+    if (rc)
+        return http_reply_error(req, apierr_status(rc), "%s (%zu of %zu rows written)", err.msg,
+                                written, staged);
+    json_t *out = json_pack("{sI}", "written", (json_int_t)written);
+    http_reply_json(req, 200, out);
+    json_decref(out);
+    return 0;
+}

@@ -1,0 +1,98 @@
+#include "h_system.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "metrics.h"
+#include "routes.h"
+#include "uuid7.h"
+
+#define UUID_MAX_COUNT 1000
+
+int h_healthz(http_req *req)
+{
+    json_t *o = json_pack("{ss}", "status", "ok");
+    http_reply_json(req, 200, o);
+    json_decref(o);
+    return 0;
+}
+
+int h_readyz(http_req *req)
+{
+    const char *root = http_service(req)->cfg.root;
+    json_t *checks = json_object();
+    bool ok = true;
+    struct statvfs vfs;
+    if (access(root, W_OK) != 0) {
+        json_object_set_new(checks, "root", json_string(strerror(errno)));
+        ok = false;
+    } else if (statvfs(root, &vfs) == 0 && vfs.f_bavail == 0) {
+        json_object_set_new(checks, "root", json_string("no space left"));
+        ok = false;
+    } else {
+        json_object_set_new(checks, "root", json_string("ok"));
+    }
+    json_t *o = json_pack("{sssO}", "status", ok ? "ready" : "not_ready", "checks", checks);
+    json_decref(checks);
+    http_reply_json(req, ok ? 200 : 503, o);
+    json_decref(o);
+    return 0;
+}
+
+int h_metrics(http_req *req)
+{
+    buf b = BUF_INIT;
+    metrics_render(&b);
+    http_reply_bytes(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
+    buf_free(&b);
+    return 0;
+}
+
+int h_openapi(http_req *req)
+{
+    return http_reply_json(req, 200, routes_openapi());
+}
+
+int h_uuid_new(http_req *req)
+{
+    long n = 1;
+    const char *c = http_query(req, "count");
+    if (c) {
+        char *end;
+        errno = 0;
+        n = strtol(c, &end, 10);
+        if (errno || end == c || *end || n < 1 || n > UUID_MAX_COUNT)
+            return http_reply_error(req, 400, "Query parameter count: must be 1..%d.",
+                                    UUID_MAX_COUNT);
+    }
+    json_t *ids = json_array();
+    for (long i = 0; i < n; i++) {
+        char id[UUID7_LEN + 1];
+        storh_err err;
+        if (uuid7_generate(id, -1, &err)) {
+            json_decref(ids);
+            return http_reply_storh(req, &err);
+        }
+        json_array_append_new(ids, json_string(id));
+    }
+    json_t *o = json_pack("{so}", "ids", ids);
+    http_reply_json(req, 200, o);
+    json_decref(o);
+    return 0;
+}
+
+int h_uuid_check(http_req *req)
+{
+    const char *id = http_param(req, "uuid");
+    int64_t ms;
+    json_t *o = uuid7_timestamp(id, strlen(id), &ms, NULL) == 0
+                    ? json_pack("{sbsI}", "valid", 1, "timestamp_ms", (json_int_t)ms)
+                    : json_pack("{sb}", "valid", 0);
+    http_reply_json(req, 200, o);
+    json_decref(o);
+    return 0;
+}

@@ -1,0 +1,69 @@
+/* http: the libmicrohttpd front end. It owns the daemon and each request's
+ * state: routing through the route table, path param validation, content
+ * type and body size checks, buffering JSON bodies or streaming NDJSON bodies
+ * to the route, running the handler, and at completion the access log line
+ * and the metrics. Handlers only read the request and call one http_reply_*
+ * (or http_fail from a body callback). */
+#ifndef STORHD_HTTP_H
+#define STORHD_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "buf.h"
+#include "service.h"
+#include "storh_err.h"
+
+typedef struct http_server http_server;
+
+/* Starts listening per svc->cfg; svc must outlive the server. */
+int http_start(service *svc, http_server **out, char *msg, size_t cap);
+void http_stop(http_server *s);
+/* The port actually bound (useful with port 0). */
+int http_port(const http_server *s);
+
+/* ---- for handlers ---- */
+service *http_service(http_req *req);
+/* Path param by name (validated by the router), or NULL. */
+const char *http_param(http_req *req, const char *name);
+/* Query argument, or NULL. */
+const char *http_query(http_req *req, const char *key);
+/* Calls fn for every query argument. */
+void http_query_each(http_req *req, void (*fn)(void *ctx, const char *k, const char *v),
+                     void *ctx);
+const char *http_header(http_req *req, const char *name);
+/* The buffered body (ROUTE_BODY_JSON routes). */
+const buf *http_body(http_req *req);
+/* Decodes the buffered body as a JSON object; on failure replies 400 itself
+ * and returns NULL. New reference. */
+json_t *http_body_object(http_req *req);
+/* Per-request state of a handler, freed with the request via free_fn. */
+void http_set_state(http_req *req, void *state, void (*free_fn)(void *));
+void *http_state(http_req *req);
+
+/* Replies; each replaces any reply made before. */
+int http_reply_json(http_req *req, int status, const json_t *body);
+int http_reply_bytes(http_req *req, int status, const char *ctype, const char *data, size_t len);
+int http_reply_empty(http_req *req, int status);
+int http_reply_error(http_req *req, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Replies with the status apierr maps err->code to, and err->msg. */
+int http_reply_storh(http_req *req, const storh_err *err);
+/* A streamed body: fill(state, out, max) appends at most about max bytes to
+ * out and returns 0, 1 at the end, or -1 to abort the connection (the client
+ * then sees a truncated transfer, never a false success). free_fn releases
+ * state when the response is done. */
+typedef int (*http_fill_fn)(void *state, buf *out, size_t max);
+int http_reply_stream(http_req *req, int status, const char *ctype, http_fill_fn fill,
+                      void *state, void (*free_fn)(void *));
+/* Adds a header to the reply made last. */
+void http_header_add(http_req *req, const char *name, const char *value);
+/* From a body callback: remember an error, discard the rest of the body and
+ * reply with it at the end. Returns -1. */
+int http_fail(http_req *req, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int http_fail_storh(http_req *req, const storh_err *err);
+
+#endif

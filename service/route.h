@@ -1,0 +1,60 @@
+/* route: the route table type and its matcher. Routes are data: {method,
+ * pattern, handler, body kind, scope, summary}. A pattern is "/"-separated
+ * literals and {param}s; a literal beats a param, and a param's name says how
+ * it is validated ({collection}/{stream}/{queue}: [A-Za-z0-9_-]{1,64};
+ * {id}: UUIDv7), so no handler sees an unchecked name or id. */
+#ifndef STORHD_ROUTE_H
+#define STORHD_ROUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define ROUTE_MAX_SEGS 12
+#define ROUTE_MAX_PARAMS 4
+
+typedef struct http_req http_req;
+
+typedef enum {
+    ROUTE_BODY_NONE = 0,  /* any body is ignored */
+    ROUTE_BODY_JSON,      /* application/json, buffered up to the body limit */
+    ROUTE_BODY_JSON_OPT,  /* like JSON, but an empty body is allowed */
+    ROUTE_BODY_NDJSON,    /* application/x-ndjson, streamed to on_body */
+} route_body;
+
+typedef struct route {
+    const char *method;
+    const char *pattern;
+    /* Called once the whole request is in; must reply (http_reply_*). */
+    int (*handler)(http_req *req);
+    /* Streaming bodies: begin before the first chunk, then every chunk. */
+    int (*on_begin)(http_req *req);
+    int (*on_body)(http_req *req, const char *data, size_t len);
+    route_body body;
+    const char *scope;
+    const char *summary;
+} route;
+
+typedef struct route_param {
+    const char *name; /* points into the pattern */
+    size_t name_len;
+    const char *value; /* points into the caller's path copy */
+} route_param;
+
+typedef struct route_match {
+    int index; /* into the table, -1 when nothing matched */
+    int nparams;
+    route_param params[ROUTE_MAX_PARAMS];
+    /* methods whose pattern matched, for 405 Allow (comma separated) */
+    char allow[96];
+} route_match;
+
+/* Matches method + path (path is modified: '/' become NUL). Returns 0 on a
+ * match, 404 when no pattern fits, 405 when only other methods fit. */
+int route_find(const route *table, size_t n, const char *method, char *path, route_match *m);
+/* Validates the matched params; on failure writes a message and returns
+ * false. */
+bool route_check_params(const route_match *m, char *msg, size_t cap);
+/* Valid collection/stream/queue name. */
+bool route_valid_name(const char *s);
+
+#endif

@@ -1,0 +1,19 @@
+/* service: what every handler can reach: the settings, the route table and
+ * the engine registry. One instance lives for the process. */
+#ifndef STORHD_SERVICE_H
+#define STORHD_SERVICE_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "registry.h"
+#include "route.h"
+
+typedef struct service {
+    config cfg;
+    const route *routes;
+    size_t nroutes;
+    registry *reg;
+} service;
+
+#endif

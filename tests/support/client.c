@@ -1,0 +1,124 @@
+#include "client.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct sink {
+    char *p;
+    size_t n;
+} sink;
+
+static size_t collect(char *data, size_t s, size_t n, void *u)
+{
+    sink *k = u;
+    size_t add = s * n;
+    char *p = realloc(k->p, k->n + add + 1);
+    if (!p)
+        return 0;
+    memcpy(p + k->n, data, add);
+    k->p = p;
+    k->n += add;
+    p[k->n] = '\0';
+    return add;
+}
+
+typedef struct source {
+    const char *p;
+    size_t left, chunk;
+} source;
+
+static size_t feed(char *out, size_t s, size_t n, void *u)
+{
+    source *src = u;
+    size_t max = s * n;
+    if (src->chunk && max > src->chunk)
+        max = src->chunk;
+    if (max > src->left)
+        max = src->left;
+    memcpy(out, src->p, max);
+    src->p += max;
+    src->left -= max;
+    return max;
+}
+
+int client_do(const char *base, const char *method, const char *path, const char *ctype,
+              const char *body, size_t len, const char *extra_header, size_t chunk,
+              client_resp *out)
+{
+    memset(out, 0, sizeof *out);
+    CURL *c = curl_easy_init();
+    if (!c)
+        return -1;
+    size_t ul = strlen(base) + strlen(path) + 1;
+    char *url = malloc(ul);
+    strcpy(url, base);
+    strcat(url, path);
+    sink b = {0}, h = {0};
+    source src = {body, len, chunk};
+    struct curl_slist *hdrs = NULL;
+    char ct[128];
+    if (ctype) {
+        snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
+        hdrs = curl_slist_append(hdrs, ct);
+    }
+    if (extra_header)
+        hdrs = curl_slist_append(hdrs, extra_header);
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    if (!strcmp(method, "HEAD"))
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, feed);
+        curl_easy_setopt(c, CURLOPT_READDATA, &src);
+        if (chunk)
+            hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+        else
+            curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    CURLcode rc = curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    out->body = b.p ? b.p : calloc(1, 1);
+    out->len = b.n;
+    out->headers = h.p ? h.p : calloc(1, 1);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+    free(url);
+    return rc == CURLE_OK ? 0 : -(int)rc;
+}
+
+const char *client_header(const client_resp *r, const char *name, char *out, size_t cap)
+{
+    size_t n = strlen(name);
+    for (const char *p = r->headers; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncasecmp(p, name, n) == 0 && p[n] == ':') {
+            const char *v = p + n + 1;
+            while (*v == ' ')
+                v++;
+            size_t l = strcspn(v, "\r\n");
+            if (l >= cap)
+                l = cap - 1;
+            memcpy(out, v, l);
+            out[l] = '\0';
+            return out;
+        }
+    }
+    return NULL;
+}
+
+void client_free(client_resp *r)
+{
+    free(r->body);
+    free(r->headers);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,121 @@
+#include "daemon.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../tmpdir.h"
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &l) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static size_t discard(char *p, size_t s, size_t n, void *u)
+{
+    (void)p;
+    (void)u;
+    return s * n;
+}
+
+static bool healthy(const char *base)
+{
+    CURL *c = curl_easy_init();
+    char url[128];
+    snprintf(url, sizeof url, "%s/healthz", base);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 500L);
+    long code = 0;
+    bool ok = curl_easy_perform(c) == CURLE_OK &&
+              curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code == 200;
+    curl_easy_cleanup(c);
+    return ok;
+}
+
+int daemon_start(daemon_proc *d, const char *root, const char *const *extra)
+{
+    memset(d, 0, sizeof *d);
+    if (root)
+        snprintf(d->root, sizeof d->root, "%s", root);
+    else if (!tmpdir_make(d->root))
+        return -1;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        d->port = free_port();
+        snprintf(d->base, sizeof d->base, "http://127.0.0.1:%d", d->port);
+        char listen[64];
+        snprintf(listen, sizeof listen, "127.0.0.1:%d", d->port);
+        const char *argv[32] = {STORHD_BIN, "--root", d->root, "--listen", listen};
+        int n = 5;
+        for (; extra && *extra && n < 30; extra++)
+            argv[n++] = *extra;
+        argv[n] = NULL;
+        d->pid = fork();
+        if (d->pid == 0) {
+            const char *log = getenv("STORHD_TEST_LOG");
+            int fd = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
+            if (fd >= 0)
+                dup2(fd, STDERR_FILENO);
+            execv(STORHD_BIN, (char *const *)argv);
+            _exit(127);
+        }
+        for (int i = 0; i < 200; i++) { /* up to 10 s */
+            if (healthy(d->base))
+                return 0;
+            int st;
+            if (waitpid(d->pid, &st, WNOHANG) == d->pid)
+                break; /* exited: port taken, try another */
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        daemon_kill(d);
+    }
+    return -1;
+}
+
+int daemon_stop(daemon_proc *d)
+{
+    if (d->pid <= 0)
+        return -1;
+    kill(d->pid, SIGTERM);
+    int st = 0;
+    waitpid(d->pid, &st, 0);
+    d->pid = 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void daemon_kill(daemon_proc *d)
+{
+    if (d->pid <= 0)
+        return;
+    kill(d->pid, SIGKILL);
+    waitpid(d->pid, NULL, 0);
+    d->pid = 0;
+}
+
+void daemon_cleanup(daemon_proc *d)
+{
+    if (d->root[0])
+        tmpdir_remove(d->root);
+}
