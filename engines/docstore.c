@@ -284,8 +284,10 @@ static int stage_bytes(docstore_stage *st, const char *id, storh_err *err)
     int rc = fsx_pathf(tmp, err, "%s/.%s.%lu.tmp", shard, ds->identity, seq);
     if (!rc)
         rc = fsx_write_synced(tmp, st->enc.data, st->enc.len, err);
-    if (rc && access(shard, F_OK) != 0) {
-        if ((rc = fsx_mkdirs(shard, true, err)) == 0)
+    if (rc && rc != STORH_ENOSPC) {
+        /* most likely a shard dir not made yet (perhaps by a racing thread
+         * right now): make it, then try once more */
+        if (fsx_mkdirs(shard, true, NULL) == 0)
             rc = fsx_write_synced(tmp, st->enc.data, st->enc.len, err);
     }
     if (rc)
@@ -481,7 +483,7 @@ int docstore_stage_commit(docstore_stage *st, size_t *written, storh_err *err)
 int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_LEN + 1],
                  bool *existed, storh_err *err)
 {
-    docstore_stage *st;
+    docstore_stage *st = NULL;
     int rc = docstore_stage_begin(ds, &st, err);
     if (rc)
         return rc;

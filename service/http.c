@@ -34,6 +34,7 @@ struct http_req {
     bool failed; /* an error was decided while the body came in */
     int fail_status;
     char fail_msg[512];
+    char log_error[256]; /* the message of a 5xx reply */
     struct MHD_Response *resp;
     int status;
     uint64_t t0_us;
@@ -168,6 +169,8 @@ static int reply_errorv(http_req *req, int status, const char *fmt, va_list ap)
 {
     char msg[600];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    if (status >= 500) /* kept for the access log line */
+        snprintf(req->log_error, sizeof req->log_error, "%.250s", msg);
     json_t *text = json_string(msg);
     if (!text) /* the message quoted input that is not UTF-8 */
         text = json_string("(message not printable: the request contained invalid UTF-8)");
@@ -457,7 +460,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     metrics_observe(ridx, status, us, req->bytes_in, out);
     if (svc->cfg.access_log)
         accesslog_write(req->method, req->route ? req->route->pattern : "unmatched", req->url,
-                        status, us, req->bytes_in, out);
+                        status, us, req->bytes_in, out, req->log_error[0] ? req->log_error : NULL);
     req_unref(req);
 }
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what the tests need, builds, and runs every test under ctest twice:
+# a normal build, then an AddressSanitizer + UndefinedBehaviorSanitizer build.
+# Tests start every server they use themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+jobs="$(nproc)"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+echo "== build and test (RelWithDebInfo)"
+cmake -S . -B build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/test -j"$jobs"
+(cd build/test && ctest --output-on-failure -j"$jobs")
+
+echo "== build and test (ASan + UBSan)"
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSTORHD_ASAN=ON -DSTORHD_UBSAN=ON >/dev/null
+cmake --build build/asan -j"$jobs"
+(cd build/asan && ctest --output-on-failure -j"$jobs")
