@@ -15,7 +15,10 @@ typedef struct buf {
     bool oom;
 } buf;
 
-#define BUF_INIT {NULL, 0, 0, false}
+#define BUF_INIT                                                                                   \
+    {                                                                                              \
+        NULL, 0, 0, false                                                                          \
+    }
 
 bool buf_reserve(buf *b, size_t extra);
 void buf_append(buf *b, const void *p, size_t n);

@@ -316,8 +316,8 @@ static int resolve_id(const char *id, char out_id[UUID7_LEN + 1], storh_err *err
     return 0;
 }
 
-int docstore_stage_put(docstore_stage *st, const char *id, json_t *data,
-                       char out_id[UUID7_LEN + 1], storh_err *err)
+int docstore_stage_put(docstore_stage *st, const char *id, json_t *data, char out_id[UUID7_LEN + 1],
+                       storh_err *err)
 {
     if (!json_is_object(data) && !json_is_array(data))
         return storh_err_set(err, STORH_EINVAL, "Record data must be a JSON object.");

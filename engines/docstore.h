@@ -55,8 +55,8 @@ int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_L
 
 int docstore_stage_begin(docstore *ds, docstore_stage **out, storh_err *err);
 /* Stages data under id (NULL -> generated). data is borrowed. */
-int docstore_stage_put(docstore_stage *st, const char *id, json_t *data,
-                       char out_id[UUID7_LEN + 1], storh_err *err);
+int docstore_stage_put(docstore_stage *st, const char *id, json_t *data, char out_id[UUID7_LEN + 1],
+                       storh_err *err);
 /* putMany element rule: string "id" is used; an object/array "data" is the
  * data (other keys dropped); otherwise the whole element is the data. */
 int docstore_stage_element(docstore_stage *st, json_t *elem, char out_id[UUID7_LEN + 1],

@@ -4,10 +4,20 @@
 # Tests start every server they use themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh clang-format cppcheck
 jobs="$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+echo "== style: clang-format (check) and cppcheck"
+sources=$(git ls-files '*.c' '*.h' 2>/dev/null || find engines service tests -name '*.[ch]')
+clang-format --dry-run --Werror $sources
+cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 --inline-suppr \
+  -I engines -I service engines service
+
+echo "== release build (warnings are errors at -O3 too)"
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
+cmake --build build/release -j"$jobs"
 
 echo "== build and test (RelWithDebInfo)"
 cmake -S . -B build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -42,10 +42,10 @@ static json_t *text_or_null(const char *s)
 void accesslog_write(const char *method, const char *route, const char *path, int status,
                      uint64_t usec, uint64_t bytes_in, uint64_t bytes_out, const char *error)
 {
-    json_t *line = json_pack("{sossssso sisIsIsI}", "ts", timestamp(), "method", method, "route", route,
-                   "path", text_or_null(path), "status", status, "us",
-                   (json_int_t)usec, "bytes_in", (json_int_t)bytes_in, "bytes_out",
-                   (json_int_t)bytes_out);
+    json_t *line =
+        json_pack("{sossssso sisIsIsI}", "ts", timestamp(), "method", method, "route", route,
+                  "path", text_or_null(path), "status", status, "us", (json_int_t)usec, "bytes_in",
+                  (json_int_t)bytes_in, "bytes_out", (json_int_t)bytes_out);
     if (line && error)
         json_object_set_new(line, "error", text_or_null(error));
     emit(line);

@@ -42,8 +42,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: storhd [--root DIR] [--listen HOST:PORT] [--config FILE] [options]\n\n");
     for (size_t i = 0; i < NOPTS; i++)
         fprintf(f, "  --%-18s %s\n      env %s\n", opts[i].flag, opts[i].help, opts[i].env);
-    fprintf(f, "  --%-18s %s\n  --%-18s %s\n", "help", "this text", "version",
-            "print the version");
+    fprintf(f, "  --%-18s %s\n  --%-18s %s\n", "help", "this text", "version", "print the version");
 }
 
 static int set_listen(config *cfg, const char *v)
@@ -127,8 +126,7 @@ static int set_opt(config *cfg, const opt_def *o, const char *v, const char *whe
         else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "off"))
             *(bool *)field = false;
         else {
-            fprintf(stderr, "storhd: %s %s: expected true or false, got '%s'\n", where, o->flag,
-                    v);
+            fprintf(stderr, "storhd: %s %s: expected true or false, got '%s'\n", where, o->flag, v);
             return -1;
         }
         return 0;
@@ -196,8 +194,8 @@ int config_load(config *cfg, int argc, char **argv)
 
     struct option lo[NOPTS + 3];
     for (size_t i = 0; i < NOPTS; i++)
-        lo[i] = (struct option){opts[i].flag, opts[i].kind == OPT_BOOL ? optional_argument
-                                                                        : required_argument,
+        lo[i] = (struct option){opts[i].flag,
+                                opts[i].kind == OPT_BOOL ? optional_argument : required_argument,
                                 NULL, (int)(i + 1)};
     lo[NOPTS] = (struct option){"help", no_argument, NULL, 'h'};
     lo[NOPTS + 1] = (struct option){"version", no_argument, NULL, 'V'};

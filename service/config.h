@@ -12,11 +12,11 @@ typedef struct config {
     char *listen_host; /* numeric IPv4/IPv6 address */
     int listen_port;
     char *config_file;
-    size_t max_body;      /* bytes; larger JSON bodies and NDJSON lines get 413 */
-    int threads;          /* HTTP worker threads (each with its own epoll) */
-    int conn_timeout;     /* seconds a connection may stay idle */
-    unsigned max_conns;   /* concurrent connections */
-    bool access_log;      /* one JSON line per request on stderr */
+    size_t max_body;    /* bytes; larger JSON bodies and NDJSON lines get 413 */
+    int threads;        /* HTTP worker threads (each with its own epoll) */
+    int conn_timeout;   /* seconds a connection may stay idle */
+    unsigned max_conns; /* concurrent connections */
+    bool access_log;    /* one JSON line per request on stderr */
     bool insecure_no_auth;
 } config;
 
@@ -27,6 +27,5 @@ int config_load(config *cfg, int argc, char **argv);
 void config_free(config *cfg);
 /* True if listen_host is a loopback address. */
 bool config_listen_is_loopback(const config *cfg);
-
 
 #endif

@@ -173,8 +173,7 @@ static int list_fill(void *p, buf *out, size_t max)
         if (rc == 0)
             return 1;
         if (rc < 0) {
-            fprintf(stderr, "{\"msg\":\"stream aborted\",\"error\":\"%s\"}\n",
-                    storh_err_name(rc));
+            fprintf(stderr, "{\"msg\":\"stream aborted\",\"error\":\"%s\"}\n", storh_err_name(rc));
             return -1; /* a truncated transfer, never a silent gap */
         }
         rc = docstore_encode_record(out, id, data, &err);
@@ -211,7 +210,8 @@ static void parse_arg(void *cp, const char *k, const char *v)
     long long n;
     if (!strcmp(k, "after")) {
         if (recquery_after(c->q, v, strlen(v), &err))
-            snprintf(c->msg, sizeof c->msg, "Query parameter after: %.200s", err.msg), c->bad = true;
+            snprintf(c->msg, sizeof c->msg, "Query parameter after: %.200s", err.msg),
+                c->bad = true;
     } else if (!strcmp(k, "limit")) {
         if (!parse_int(v, &n) || recquery_limit(c->q, n, &err))
             snprintf(c->msg, sizeof c->msg, "Query parameter limit: must be an integer >= 1."),
@@ -231,7 +231,8 @@ static void parse_arg(void *cp, const char *k, const char *v)
         else
             rc = recquery_time_range(q, q->has_from, 0, true, n, &err);
         if (rc)
-            snprintf(c->msg, sizeof c->msg, "Query parameter %.64s: %.200s", k, err.msg), c->bad = true;
+            snprintf(c->msg, sizeof c->msg, "Query parameter %.64s: %.200s", k, err.msg),
+                c->bad = true;
     } else if (!strncmp(k, "eq.", 3)) {
         /* a JSON scalar when it parses as one (1, 2.5, true, null, "x"), else text */
         json_t *val = sjson_decode(v, strlen(v), NULL);

@@ -98,8 +98,7 @@ static enum MHD_Result each_arg(void *cls, enum MHD_ValueKind kind, const char *
     return MHD_YES;
 }
 
-void http_query_each(http_req *req, void (*fn)(void *ctx, const char *k, const char *v),
-                     void *ctx)
+void http_query_each(http_req *req, void (*fn)(void *ctx, const char *k, const char *v), void *ctx)
 {
     each_ctx e = {fn, ctx};
     MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, each_arg, &e);
@@ -174,8 +173,8 @@ static int reply_errorv(http_req *req, int status, const char *fmt, va_list ap)
     json_t *text = json_string(msg);
     if (!text) /* the message quoted input that is not UTF-8 */
         text = json_string("(message not printable: the request contained invalid UTF-8)");
-    json_t *body = json_pack("{s{sisssO}}", "error", "status", status, "code",
-                             apierr_code(status), "message", text);
+    json_t *body = json_pack("{s{sisssO}}", "error", "status", status, "code", apierr_code(status),
+                             "message", text);
     json_decref(text);
     buf b = BUF_INIT;
     sjson_encode(&b, body, 0, NULL);
@@ -286,8 +285,8 @@ static void stream_free(void *cls)
     req_unref(req);
 }
 
-int http_reply_stream(http_req *req, int status, const char *ctype, http_fill_fn fill,
-                      void *state, void (*free_fn)(void *))
+int http_reply_stream(http_req *req, int status, const char *ctype, http_fill_fn fill, void *state,
+                      void (*free_fn)(void *))
 {
     stream *s = calloc(1, sizeof *s);
     if (!s) {
@@ -509,13 +508,12 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
     s->d = MHD_start_daemon(
         flags, (uint16_t)svc->cfg.listen_port, NULL, NULL, on_access, svc, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)svc->cfg.threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)svc->cfg.conn_timeout,
-        MHD_OPTION_CONNECTION_LIMIT, svc->cfg.max_conns, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, svc, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_UNESCAPE_CALLBACK,
-        unescape_no_nul, NULL, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)svc->cfg.conn_timeout, MHD_OPTION_CONNECTION_LIMIT,
+        svc->cfg.max_conns, MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL,
+        MHD_OPTION_END);
     if (!s->d) {
-        snprintf(msg, cap, "could not listen on %s:%d", svc->cfg.listen_host,
-                 svc->cfg.listen_port);
+        snprintf(msg, cap, "could not listen on %s:%d", svc->cfg.listen_host, svc->cfg.listen_port);
         free(s);
         return -1;
     }

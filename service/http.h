@@ -31,8 +31,7 @@ const char *http_param(http_req *req, const char *name);
 /* Query argument, or NULL. */
 const char *http_query(http_req *req, const char *key);
 /* Calls fn for every query argument. */
-void http_query_each(http_req *req, void (*fn)(void *ctx, const char *k, const char *v),
-                     void *ctx);
+void http_query_each(http_req *req, void (*fn)(void *ctx, const char *k, const char *v), void *ctx);
 const char *http_header(http_req *req, const char *name);
 /* The buffered body (ROUTE_BODY_JSON routes). */
 const buf *http_body(http_req *req);
@@ -56,8 +55,8 @@ int http_reply_storh(http_req *req, const storh_err *err);
  * then sees a truncated transfer, never a false success). free_fn releases
  * state when the response is done. */
 typedef int (*http_fill_fn)(void *state, buf *out, size_t max);
-int http_reply_stream(http_req *req, int status, const char *ctype, http_fill_fn fill,
-                      void *state, void (*free_fn)(void *));
+int http_reply_stream(http_req *req, int status, const char *ctype, http_fill_fn fill, void *state,
+                      void (*free_fn)(void *));
 /* Adds a header to the reply made last. */
 void http_header_add(http_req *req, const char *name, const char *value);
 /* From a body callback: remember an error, discard the rest of the body and

@@ -14,9 +14,9 @@
 #define STATUS_MIN 100
 #define STATUS_SPAN 500 /* 100..599 */
 
-static const double bucket_le[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                   0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1,
-                                   2.5,     5,      10};
+static const double bucket_le[] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                   0.005,   0.01,   0.025,   0.05,   0.1,   0.25,
+                                   0.5,     1,      2.5,     5,      10};
 #define NBUCKETS (sizeof bucket_le / sizeof bucket_le[0])
 
 typedef struct route_stats {

@@ -15,10 +15,10 @@
 typedef struct http_req http_req;
 
 typedef enum {
-    ROUTE_BODY_NONE = 0,  /* any body is ignored */
-    ROUTE_BODY_JSON,      /* application/json, buffered up to the body limit */
-    ROUTE_BODY_JSON_OPT,  /* like JSON, but an empty body is allowed */
-    ROUTE_BODY_NDJSON,    /* application/x-ndjson, streamed to on_body */
+    ROUTE_BODY_NONE = 0, /* any body is ignored */
+    ROUTE_BODY_JSON,     /* application/json, buffered up to the body limit */
+    ROUTE_BODY_JSON_OPT, /* like JSON, but an empty body is allowed */
+    ROUTE_BODY_NDJSON,   /* application/x-ndjson, streamed to on_body */
 } route_body;
 
 typedef struct route {

@@ -25,8 +25,8 @@ static const route table[] = {
      "Create a record with a new id; body = data object."},
     {"GET", DOCS, h_docs_list, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
      "Stream records as NDJSON (after, limit, from_ms, until_ms, eq.FIELD)."},
-    {"POST", DOCS "/_bulk", h_docs_bulk_end, h_docs_bulk_begin, h_docs_bulk_body,
-     ROUTE_BODY_NDJSON, "docs:write",
+    {"POST", DOCS "/_bulk", h_docs_bulk_end, h_docs_bulk_begin, h_docs_bulk_body, ROUTE_BODY_NDJSON,
+     "docs:write",
      "Write NDJSON rows (data objects or {id,data}); ?mode=import for importJsonl rows."},
     {"GET", DOCS "/_export", h_docs_export, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
      "Export every record as NDJSON in id order."},
@@ -77,7 +77,7 @@ static void build_openapi(void)
         }
         char method[8];
         size_t k = 0;
-        for (; r->method[k] && k < sizeof method - 1; k++)
+        for (; k < sizeof method - 1 && r->method[k]; k++)
             method[k] = (char)tolower((unsigned char)r->method[k]);
         method[k] = '\0';
         json_t *op = json_pack("{sssos{s{ss}}}", "summary", r->summary, "parameters",
@@ -86,11 +86,11 @@ static void build_openapi(void)
         if (r->scope)
             json_object_set_new(op, "x-scope", json_string(r->scope));
         if (r->body != ROUTE_BODY_NONE) {
-            const char *ct = r->body == ROUTE_BODY_NDJSON ? "application/x-ndjson"
-                                                          : "application/json";
-            json_object_set_new(op, "requestBody",
-                                json_pack("{sbs{s{}}}", "required", r->body != ROUTE_BODY_JSON_OPT,
-                                          "content", ct));
+            const char *ct =
+                r->body == ROUTE_BODY_NDJSON ? "application/x-ndjson" : "application/json";
+            json_object_set_new(
+                op, "requestBody",
+                json_pack("{sbs{s{}}}", "required", r->body != ROUTE_BODY_JSON_OPT, "content", ct));
         }
         json_object_set_new(item, method, op);
     }

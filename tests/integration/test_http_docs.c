@@ -94,10 +94,10 @@ TEST(create_get_put_delete)
 TEST(record_file_is_canonical_storh_bytes)
 {
     const char *id = "018bcfe5-6800-7000-8000-2d5dba6274da";
-    client_resp r = req("PUT", "/v1/docs/compat/018bcfe5-6800-7000-8000-2d5dba6274da",
-                        "application/json",
-                        "{\"title\":\"H\\u00e9/llo\",\"n\":1.0,\"e\":{},\"o\":{\"a\":null},"
-                        "\"big\":1e20,\"u\":\"\\ud83d\\ude00\",\"ctl\":\"a\\tb\\u0001\"}");
+    client_resp r =
+        req("PUT", "/v1/docs/compat/018bcfe5-6800-7000-8000-2d5dba6274da", "application/json",
+            "{\"title\":\"H\\u00e9/llo\",\"n\":1.0,\"e\":{},\"o\":{\"a\":null},"
+            "\"big\":1e20,\"u\":\"\\ud83d\\ude00\",\"ctl\":\"a\\tb\\u0001\"}");
     CHECK_INT(r.status, 201);
     client_free(&r);
     char file[PATH_MAX];
@@ -118,8 +118,9 @@ TEST(hand_written_jsonc_record_is_served)
     fsx_mkdirs(dir, false, NULL);
     snprintf(file, sizeof file, "%s/%s.jsonc", dir, id);
     FILE *f = fopen(file, "w");
-    fprintf(f, "// written by a person\n{\n  \"id\": \"%s\",\n  \"data\": {\n"
-               "    \"kind\": \"page\", /* trailing comma next */\n    \"n\": 2,\n  },\n}\n",
+    fprintf(f,
+            "// written by a person\n{\n  \"id\": \"%s\",\n  \"data\": {\n"
+            "    \"kind\": \"page\", /* trailing comma next */\n    \"n\": 2,\n  },\n}\n",
             id);
     fclose(f);
     char path[128];
@@ -186,9 +187,13 @@ TEST(bad_inputs_change_nothing)
     CHECK_INT(r.status, 400); /* version 6 */
     client_free(&r);
 
-    const char *traversal[] = {"/v1/docs/../x", "/v1/docs/..%2Fx", "/v1/docs/%2E%2E",
-                               "/v1/docs/a.b", "/v1/docs/a%00b",
-                               "/v1/docs/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    const char *traversal[] = {
+        "/v1/docs/../x",
+        "/v1/docs/..%2Fx",
+        "/v1/docs/%2E%2E",
+        "/v1/docs/a.b",
+        "/v1/docs/a%00b",
+        "/v1/docs/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
     for (size_t i = 0; i < sizeof traversal / sizeof traversal[0]; i++) {
         r = req("POST", traversal[i], "application/json", "{\"a\":1}");
         if (r.status != 400)
@@ -233,7 +238,8 @@ TEST(bulk_export_and_stream_filters)
     buf body = BUF_INIT;
     for (int i = 0; i < 3000; i++)
         buf_printf(&body, "{\"i\":%d,\"kind\":\"%s\"}\n", i, i % 3 == 0 ? "page" : "post");
-    buf_appends(&body, "{\"id\":\"018bcfe5-6800-7000-8000-0b5dba6274da\",\"data\":{\"kind\":\"x\"}}");
+    buf_appends(&body,
+                "{\"id\":\"018bcfe5-6800-7000-8000-0b5dba6274da\",\"data\":{\"kind\":\"x\"}}");
     client_resp r;
     client_do(d.base, "POST", "/v1/docs/bulk/_bulk", "application/x-ndjson", body.data, body.len,
               NULL, 700, &r);
@@ -318,7 +324,8 @@ TEST(methods_and_unknown_routes)
     client_free(&r);
     r = req("GET", "/v1/nothing", NULL, NULL);
     CHECK_INT(r.status, 404);
-    CHECK(strncmp(r.body, "{\"error\":{\"status\":404,\"code\":\"not_found\",\"message\":", 52) == 0);
+    CHECK(strncmp(r.body, "{\"error\":{\"status\":404,\"code\":\"not_found\",\"message\":", 52) ==
+          0);
     client_free(&r);
     r = req("HEAD", "/v1/docs/pages/018bcfe5-6800-7000-8000-2d5dba6274da", NULL, NULL);
     CHECK_INT(r.status, 200);

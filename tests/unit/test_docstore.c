@@ -58,7 +58,8 @@ TEST(put_writes_canonical_bytes_at_storh_path)
               0);
     CHECK(!existed);
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/pages/data/2d/018bcfe5-6800-7000-8000-2d5dba6274da.jsonc", root);
+    snprintf(path, sizeof path, "%s/pages/data/2d/018bcfe5-6800-7000-8000-2d5dba6274da.jsonc",
+             root);
     buf b = BUF_INIT;
     CHECK_INT(fsx_read_all(path, &b, NULL), 0);
     CHECK_STR(b.data, "{\"id\":\"018bcfe5-6800-7000-8000-2d5dba6274da\",\"data\":{\"title\":"
@@ -158,7 +159,8 @@ TEST(import_rows_follow_storh)
     char id[37];
     storh_err err;
     CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
-    const char *verbatim = "{\"data\": {\"k\": 1}, \"id\": \"018bcfe5-6800-7000-8000-1a5dba6274da\"}";
+    const char *verbatim =
+        "{\"data\": {\"k\": 1}, \"id\": \"018bcfe5-6800-7000-8000-1a5dba6274da\"}";
     CHECK_INT(docstore_stage_import_line(st, verbatim, strlen(verbatim), id, &err), 0);
     CHECK_STR(id, "018bcfe5-6800-7000-8000-1a5dba6274da");
     const char *extra = "{\"id\":\"018bcfe5-6800-7000-8000-1b5dba6274da\",\"x\":1,\"5\":2}";
@@ -189,8 +191,9 @@ TEST(import_rows_follow_storh)
 TEST(stream_order_filters_and_delete)
 {
     docstore *ds = open_store("str");
-    const char *ids[] = {"018bcfe5-6802-7000-8000-005dba6274da", "018bcfe5-6800-7000-8000-ff5dba6274da",
-                         "018bcfe5-6801-7000-8000-aa5dba6274da", "018BCFE5-6803-7000-8000-115dba6274da"};
+    const char *ids[] = {
+        "018bcfe5-6802-7000-8000-005dba6274da", "018bcfe5-6800-7000-8000-ff5dba6274da",
+        "018bcfe5-6801-7000-8000-aa5dba6274da", "018BCFE5-6803-7000-8000-115dba6274da"};
     for (int i = 0; i < 4; i++) {
         json_t *d = json_pack("{sssi}", "kind", i % 2 ? "page" : "post", "i", i);
         char id[37];

@@ -43,8 +43,9 @@ TEST(floats_as_php_writes_them)
 
 TEST(strings_and_escapes)
 {
-    CHECK_STR(enc("{\"t\":\"H\\u00e9/llo\",\"u\":\"\\ud83d\\ude00\",\"c\":\"a\\tb\\u0001\\u001f\"}", 0),
-              "{\"t\":\"Hé/llo\",\"u\":\"😀\",\"c\":\"a\\tb\\u0001\\u001f\"}");
+    CHECK_STR(
+        enc("{\"t\":\"H\\u00e9/llo\",\"u\":\"\\ud83d\\ude00\",\"c\":\"a\\tb\\u0001\\u001f\"}", 0),
+        "{\"t\":\"Hé/llo\",\"u\":\"😀\",\"c\":\"a\\tb\\u0001\\u001f\"}");
     CHECK_STR(enc("[\"\\u2028\\u2029\\u007f\\\"\\\\\\b\\f\\n\\r\"]", 0),
               "[\"\\u2028\\u2029\x7f\\\"\\\\\\b\\f\\n\\r\"]");
 }

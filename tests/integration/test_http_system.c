@@ -1,0 +1,214 @@
+/* The service's own routes and start-up rules, over real HTTP. */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../support/client.h"
+#include "../support/daemon.h"
+#include "../test.h"
+#include "uuid7.h"
+
+static daemon_proc d;
+
+static client_resp get(const char *path)
+{
+    client_resp r;
+    client_do(d.base, "GET", path, NULL, NULL, 0, NULL, 0, &r);
+    return r;
+}
+
+TEST(health_and_ready)
+{
+    client_resp r = get("/healthz");
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "{\"status\":\"ok\"}");
+    client_free(&r);
+    r = get("/readyz");
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "{\"status\":\"ready\",\"checks\":{\"root\":\"ok\"}}");
+    client_free(&r);
+}
+
+TEST(openapi_lists_every_route)
+{
+    client_resp r = get("/openapi.json");
+    CHECK_INT(r.status, 200);
+    json_t *doc = json_loadb(r.body, r.len, 0, NULL);
+    json_t *paths = json_object_get(doc, "paths");
+    const char *expect[][2] = {
+        {"/healthz", "get"},
+        {"/readyz", "get"},
+        {"/metrics", "get"},
+        {"/openapi.json", "get"},
+        {"/v1/uuid", "get"},
+        {"/v1/uuid/{uuid}", "get"},
+        {"/v1/docs/{collection}", "post"},
+        {"/v1/docs/{collection}", "get"},
+        {"/v1/docs/{collection}/_bulk", "post"},
+        {"/v1/docs/{collection}/_export", "get"},
+        {"/v1/docs/{collection}/_stats", "get"},
+        {"/v1/docs/{collection}/_health", "get"},
+        {"/v1/docs/{collection}/{id}", "get"},
+        {"/v1/docs/{collection}/{id}", "put"},
+        {"/v1/docs/{collection}/{id}", "delete"},
+    };
+    size_t ops = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(paths, k, v) ops += json_object_size(v);
+    CHECK_INT(ops, sizeof expect / sizeof expect[0]);
+    for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
+        json_t *op = json_object_get(json_object_get(paths, expect[i][0]), expect[i][1]);
+        if (!op)
+            fprintf(stderr, "missing %s %s\n", expect[i][1], expect[i][0]);
+        CHECK(op != NULL);
+    }
+    CHECK_STR(json_string_value(json_object_get(doc, "openapi")), "3.0.3");
+    json_decref(doc);
+    client_free(&r);
+}
+
+TEST(metrics_count_requests)
+{
+    client_resp r = get("/v1/docs/m/018bcfe5-6800-7000-8000-2d5dba6274da"); /* a 404 */
+    client_free(&r);
+    r = get("/metrics");
+    CHECK_INT(r.status, 200);
+    char ct[80];
+    CHECK_STR(client_header(&r, "Content-Type", ct, sizeof ct),
+              "text/plain; version=0.0.4; charset=utf-8");
+    CHECK(strstr(r.body, "storhd_http_requests_total{route=\"/healthz\",method=\"GET\","
+                         "status=\"200\"}") != NULL);
+    CHECK(strstr(r.body, "storhd_http_requests_total{route=\"/v1/docs/{collection}/{id}\","
+                         "method=\"GET\",status=\"404\"} 1") != NULL);
+    CHECK(strstr(r.body, "storhd_http_request_duration_seconds_bucket{route=\"/healthz\","
+                         "method=\"GET\",le=\"+Inf\"}") != NULL);
+    CHECK(strstr(r.body, "process_cpu_seconds_total ") != NULL);
+    CHECK(strstr(r.body, "process_resident_memory_bytes ") != NULL);
+    CHECK(strstr(r.body, "process_open_fds ") != NULL);
+    CHECK(strstr(r.body, "storhd_engine_operations_total{op=\"fsync_file\"}") != NULL);
+    client_free(&r);
+}
+
+TEST(uuid_routes)
+{
+    client_resp r = get("/v1/uuid?count=50");
+    CHECK_INT(r.status, 200);
+    json_t *v = json_loadb(r.body, r.len, 0, NULL);
+    json_t *ids = json_object_get(v, "ids");
+    CHECK_INT(json_array_size(ids), 50);
+    for (size_t i = 0; i < json_array_size(ids); i++) {
+        const char *id = json_string_value(json_array_get(ids, i));
+        CHECK(uuid7_is_valid(id, strlen(id)));
+        if (i)
+            CHECK(strcmp(json_string_value(json_array_get(ids, i - 1)), id) < 0);
+    }
+    json_decref(v);
+    client_free(&r);
+    r = get("/v1/uuid?count=0");
+    CHECK_INT(r.status, 400);
+    client_free(&r);
+    r = get("/v1/uuid?count=1001");
+    CHECK_INT(r.status, 400);
+    client_free(&r);
+    r = get("/v1/uuid/018bcfe5-6800-7234-9678-9abcdef011fe");
+    CHECK_STR(r.body, "{\"valid\":true,\"timestamp_ms\":1700000000000}");
+    client_free(&r);
+    r = get("/v1/uuid/nope");
+    CHECK_STR(r.body, "{\"valid\":false}");
+    client_free(&r);
+}
+
+static int run_cli(const char *const *argv)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        execv(STORHD_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(command_line)
+{
+    const char *help[] = {STORHD_BIN, "--help", NULL};
+    CHECK_INT(run_cli(help), 0);
+    const char *ver[] = {STORHD_BIN, "--version", NULL};
+    CHECK_INT(run_cli(ver), 0);
+    const char *bad[] = {STORHD_BIN, "--no-such-flag", NULL};
+    CHECK_INT(run_cli(bad), 2);
+    /* no JWT key: a non-loopback address needs --insecure-no-auth */
+    const char *wide[] = {STORHD_BIN, "--root", d.root, "--listen", "0.0.0.0:1", NULL};
+    CHECK_INT(run_cli(wide), 2);
+}
+
+TEST(small_body_limit_from_env)
+{
+    daemon_proc small;
+    setenv("STORHD_MAX_BODY", "64", 1);
+    int rc = daemon_start(&small, NULL, NULL);
+    unsetenv("STORHD_MAX_BODY");
+    CHECK_INT(rc, 0);
+    if (rc)
+        return;
+    client_resp r;
+    const char *ok = "{\"a\":1}";
+    client_do(small.base, "POST", "/v1/docs/s", "application/json", ok, strlen(ok), NULL, 0, &r);
+    CHECK_INT(r.status, 201);
+    client_free(&r);
+    char big[200];
+    memset(big, ' ', sizeof big);
+    big[0] = '{';
+    big[sizeof big - 1] = '}';
+    client_do(small.base, "POST", "/v1/docs/s", "application/json", big, sizeof big, NULL, 0, &r);
+    CHECK_INT(r.status, 413);
+    client_free(&r);
+    /* an NDJSON line over the limit is 413 too; the body as a whole may be larger */
+    char rows[400];
+    size_t n = 0;
+    for (int i = 0; i < 20; i++)
+        n += (size_t)snprintf(rows + n, sizeof rows - n, "{\"i\":%d}\n", i);
+    client_do(small.base, "POST", "/v1/docs/s/_bulk", "application/x-ndjson", rows, n, NULL, 0, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "{\"written\":20}");
+    client_free(&r);
+    big[sizeof big - 1] = '\n';
+    client_do(small.base, "POST", "/v1/docs/s/_bulk", "application/x-ndjson", big, sizeof big, NULL,
+              0, &r);
+    CHECK_INT(r.status, 413);
+    client_free(&r);
+    CHECK_INT(daemon_stop(&small), 0);
+    daemon_cleanup(&small);
+}
+
+static const test_case tests[] = {
+    {"health_and_ready", health_and_ready},
+    {"openapi_lists_every_route", openapi_lists_every_route},
+    {"metrics_count_requests", metrics_count_requests},
+    {"uuid_routes", uuid_routes},
+    {"command_line", command_line},
+    {"small_body_limit_from_env", small_body_limit_from_env},
+};
+
+static int run(int argc, char **argv);
+int main(int argc, char **argv)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (daemon_start(&d, NULL, NULL) != 0) {
+        fprintf(stderr, "could not start storhd\n");
+        return 1;
+    }
+    int rc = run(argc, argv);
+    if (daemon_stop(&d) != 0)
+        rc = 1;
+    daemon_cleanup(&d);
+    curl_global_cleanup();
+    return rc;
+}
+#define main run
+TEST_MAIN(tests)
