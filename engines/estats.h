@@ -15,6 +15,11 @@ typedef enum {
     ESTAT_DOC_GET,
     ESTAT_DOC_DELETE,
     ESTAT_DOC_SCAN,
+    ESTAT_LOG_APPEND,
+    ESTAT_LOG_READ,
+    ESTAT_LOG_ROLL,
+    ESTAT_LOG_COMPACT,
+    ESTAT_QUEUE_EVENT,
     ESTAT__COUNT
 } estat_id;
 

@@ -68,8 +68,8 @@ int fsx_read_all(const char *path, buf *out, storh_err *err)
         if (r == 0)
             break;
         out->len += (size_t)r;
-        out->data[out->len] = '\0';
     }
+    out->data[out->len] = '\0';
     close(fd);
     return 0;
 }

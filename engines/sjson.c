@@ -434,3 +434,28 @@ json_t *sjson_decode_jsonc_object(const char *s, size_t len, storh_err *err)
     buf_free(&clean);
     return v;
 }
+
+json_t *sjson_string_keyed(const json_t *d)
+{
+    if (!json_is_object(d))
+        return json_object(); /* arrays are lists: all their keys are integers */
+    const char *k;
+    size_t kl;
+    json_t *v;
+    bool intkeys = false;
+    json_object_keylen_foreach((json_t *)d, k, kl, v)
+    {
+        (void)v;
+        if (sjson_is_int_key(k, kl))
+            intkeys = true;
+    }
+    if (!intkeys)
+        return json_incref((json_t *)d);
+    json_t *out = json_object();
+    json_object_keylen_foreach((json_t *)d, k, kl, v)
+    {
+        if (!sjson_is_int_key(k, kl))
+            json_object_setn(out, k, kl, v);
+    }
+    return out;
+}

@@ -44,6 +44,10 @@ bool sjson_is_int_key(const char *k, size_t len);
 /* True if obj is a JSON object PHP would treat as a list: keys "0".."n-1" in
  * order (an empty object is a list too). */
 bool sjson_object_is_list(const json_t *obj);
+/* v as storh's log and queue hand payloads out: a non-object becomes {},
+ * and if any key is an integer all integer keys are dropped (so a list
+ * becomes {}). New reference. */
+json_t *sjson_string_keyed(const json_t *v);
 /* True if obj is an object and none of its top-level keys is an int key. */
 bool sjson_top_keys_ok(const json_t *obj);
 

@@ -1,0 +1,9 @@
+/* fault: crash points for fault tests. fault_point(name) ends the process
+ * at once (_exit(86), no cleanup, like a power cut for everything not yet
+ * fsynced) when the environment variable STORH_FAULT equals name. */
+#ifndef STORH_FAULT_H
+#define STORH_FAULT_H
+
+void fault_point(const char *name);
+
+#endif

@@ -1,0 +1,87 @@
+#include "gcommit.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+#include "estats.h"
+
+void gcommit_init(gcommit *g, pthread_mutex_t *mu, int fd, uint64_t size)
+{
+    g->mu = mu;
+    pthread_cond_init(&g->cv, NULL);
+    g->fd = fd;
+    g->gen = 0;
+    g->written = g->synced = size;
+    g->syncing = false;
+    g->poisoned = 0;
+}
+
+void gcommit_destroy(gcommit *g)
+{
+    pthread_cond_destroy(&g->cv);
+}
+
+gcommit_ticket gcommit_written(gcommit *g, uint64_t end)
+{
+    if (end > g->written)
+        g->written = end;
+    return (gcommit_ticket){g->gen, end};
+}
+
+static int poisoned(gcommit *g, storh_err *err)
+{
+    return storh_err_sys(err, g->poisoned,
+                         "An earlier fsync of this file failed; writes are refused until the "
+                         "store is reopened");
+}
+
+int gcommit_wait(gcommit *g, gcommit_ticket t, storh_err *err)
+{
+    for (;;) {
+        if (g->poisoned)
+            return poisoned(g, err);
+        if (t.gen < g->gen || g->synced >= t.off)
+            return 0;
+        if (g->syncing) {
+            pthread_cond_wait(&g->cv, g->mu);
+            continue;
+        }
+        g->syncing = true;
+        uint64_t target = g->written;
+        int fd = g->fd;
+        pthread_mutex_unlock(g->mu);
+        int rc = fsync(fd);
+        int e = errno;
+        pthread_mutex_lock(g->mu);
+        g->syncing = false;
+        if (rc != 0)
+            g->poisoned = e;
+        else {
+            estats_add(ESTAT_FSYNC_FILE, 1);
+            if (target > g->synced)
+                g->synced = target;
+        }
+        pthread_cond_broadcast(&g->cv);
+    }
+}
+
+int gcommit_switch(gcommit *g, int new_fd, uint64_t new_size, storh_err *err)
+{
+    while (g->syncing)
+        pthread_cond_wait(&g->cv, g->mu);
+    if (g->poisoned)
+        return poisoned(g, err);
+    if (g->synced < g->written) {
+        if (fsync(g->fd) != 0) {
+            g->poisoned = errno;
+            pthread_cond_broadcast(&g->cv);
+            return poisoned(g, err);
+        }
+        estats_add(ESTAT_FSYNC_FILE, 1);
+    }
+    g->fd = new_fd;
+    g->gen++;
+    g->written = g->synced = new_size;
+    pthread_cond_broadcast(&g->cv);
+    return 0;
+}

@@ -1,0 +1,47 @@
+/* gcommit: group commit for an append-only file. Writers append under their
+ * owner's mutex and take a ticket for the bytes they wrote; gcommit_wait then
+ * makes one of the waiting threads the leader, which fsyncs once for every
+ * byte written so far while the others sleep, so N concurrent appends cost
+ * one fsync. No ticket is released before its bytes are on disk. A failed
+ * fsync poisons the file: every later wait fails too, since after a failed
+ * fsync the kernel may have dropped the dirty pages and a later fsync could
+ * report success for data that is gone.
+ *
+ *   written(t) --wait--> [leader: unlock, fsync, lock] --> synced >= t
+ *                   \--> [follower: cond_wait until synced >= t]
+ *   switch(fd'): waits out the leader, fsyncs the old fd, gen + 1 */
+#ifndef STORH_GCOMMIT_H
+#define STORH_GCOMMIT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "storh_err.h"
+
+typedef struct gcommit {
+    pthread_mutex_t *mu; /* the owner's mutex, held around every call */
+    pthread_cond_t cv;
+    int fd;
+    uint64_t gen;     /* bumped when the file is switched (segment roll) */
+    uint64_t written; /* bytes written to fd in this gen */
+    uint64_t synced;  /* bytes of this gen known durable */
+    bool syncing;
+    int poisoned; /* errno of a failed fsync, 0 if none */
+} gcommit;
+
+typedef struct gcommit_ticket {
+    uint64_t gen, off;
+} gcommit_ticket;
+
+void gcommit_init(gcommit *g, pthread_mutex_t *mu, int fd, uint64_t size);
+void gcommit_destroy(gcommit *g);
+/* Records that fd now holds end bytes; the ticket covers them. */
+gcommit_ticket gcommit_written(gcommit *g, uint64_t end);
+/* Blocks until t is durable. 0, or a STORH_E* code with err set. */
+int gcommit_wait(gcommit *g, gcommit_ticket t, storh_err *err);
+/* Makes everything written to the current fd durable, then switches to
+ * new_fd (of size new_size). The caller closes the old fd afterwards. */
+int gcommit_switch(gcommit *g, int new_fd, uint64_t new_size, storh_err *err);
+
+#endif

@@ -1,0 +1,142 @@
+#include "idmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "xxhash.h"
+
+enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TOMB = 2 };
+
+/* slot layout: state byte, key[36], padding to 8, value */
+#define VALUE_OFF 40
+
+static unsigned char *slot(const idmap *m, size_t i)
+{
+    return m->slots + i * m->slot_size;
+}
+
+int idmap_init(idmap *m, size_t value_size)
+{
+    memset(m, 0, sizeof *m);
+    m->vsize = value_size;
+    m->slot_size = VALUE_OFF + ((value_size + 7) & ~(size_t)7);
+    m->cap = 64;
+    m->slots = calloc(m->cap, m->slot_size);
+    return m->slots ? 0 : -1;
+}
+
+void idmap_free(idmap *m)
+{
+    free(m->slots);
+    memset(m, 0, sizeof *m);
+}
+
+void idmap_clear(idmap *m)
+{
+    memset(m->slots, 0, m->cap * m->slot_size);
+    m->len = m->tombs = 0;
+}
+
+static size_t hash(const char *key)
+{
+    return (size_t)XXH3_64bits(key, IDMAP_KEY);
+}
+
+/* Index of key's slot, or of the slot to insert into (first tomb or empty). */
+static size_t probe(const idmap *m, const char *key, bool *found)
+{
+    size_t mask = m->cap - 1, i = hash(key) & mask, insert = (size_t)-1;
+    for (;;) {
+        unsigned char *s = slot(m, i);
+        if (s[0] == SLOT_EMPTY) {
+            *found = false;
+            return insert != (size_t)-1 ? insert : i;
+        }
+        if (s[0] == SLOT_TOMB) {
+            if (insert == (size_t)-1)
+                insert = i;
+        } else if (memcmp(s + 1, key, IDMAP_KEY) == 0) {
+            *found = true;
+            return i;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+static int grow(idmap *m)
+{
+    size_t cap = (m->len * 2 + 2 > m->cap) ? m->cap * 2 : m->cap; /* else: just drop tombs */
+    unsigned char *old = m->slots;
+    size_t oldcap = m->cap;
+    m->slots = calloc(cap, m->slot_size);
+    if (!m->slots) {
+        m->slots = old;
+        return -1;
+    }
+    m->cap = cap;
+    m->len = m->tombs = 0;
+    for (size_t i = 0; i < oldcap; i++) {
+        unsigned char *s = old + i * m->slot_size;
+        if (s[0] != SLOT_FULL)
+            continue;
+        bool found;
+        size_t j = probe(m, (const char *)s + 1, &found);
+        memcpy(slot(m, j), s, m->slot_size);
+        m->len++;
+    }
+    free(old);
+    return 0;
+}
+
+void *idmap_get(const idmap *m, const char *key)
+{
+    bool found;
+    size_t i = probe(m, key, &found);
+    return found ? slot(m, i) + VALUE_OFF : NULL;
+}
+
+void *idmap_put(idmap *m, const char *key, bool *created)
+{
+    if ((m->len + m->tombs + 1) * 4 > m->cap * 3 && grow(m) != 0)
+        return NULL;
+    bool found;
+    size_t i = probe(m, key, &found);
+    unsigned char *s = slot(m, i);
+    if (created)
+        *created = !found;
+    if (!found) {
+        if (s[0] == SLOT_TOMB)
+            m->tombs--;
+        s[0] = SLOT_FULL;
+        memcpy(s + 1, key, IDMAP_KEY);
+        memset(s + VALUE_OFF, 0, m->slot_size - VALUE_OFF);
+        m->len++;
+    }
+    return s + VALUE_OFF;
+}
+
+bool idmap_del(idmap *m, const char *key)
+{
+    bool found;
+    size_t i = probe(m, key, &found);
+    if (!found)
+        return false;
+    slot(m, i)[0] = SLOT_TOMB;
+    m->len--;
+    m->tombs++;
+    return true;
+}
+
+bool idmap_next(const idmap *m, size_t *pos, const char **key, void **value)
+{
+    for (; *pos < m->cap; (*pos)++) {
+        unsigned char *s = slot(m, *pos);
+        if (s[0] == SLOT_FULL) {
+            *key = (const char *)s + 1;
+            *value = s + VALUE_OFF;
+            (*pos)++;
+            return true;
+        }
+    }
+    return false;
+}

@@ -1,0 +1,31 @@
+/* idmap: an open-addressing hash map from 36-byte UUID text to a fixed-size
+ * value, for the in-memory state of the log (id -> line location) and the
+ * queue (id -> job). Keys are copied in; values are plain bytes owned by the
+ * map (a value holding pointers is the caller's to free before removal). */
+#ifndef STORH_IDMAP_H
+#define STORH_IDMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define IDMAP_KEY 36
+
+typedef struct idmap {
+    unsigned char *slots; /* cap * slot_size bytes */
+    size_t cap, len, tombs;
+    size_t vsize, slot_size;
+} idmap;
+
+int idmap_init(idmap *m, size_t value_size);
+void idmap_free(idmap *m);
+/* Pointer to the value of key, or NULL. */
+void *idmap_get(const idmap *m, const char *key);
+/* Pointer to the value of key, inserted zeroed if absent (*created tells).
+ * NULL on out of memory. Pointers stay valid until the next insert. */
+void *idmap_put(idmap *m, const char *key, bool *created);
+bool idmap_del(idmap *m, const char *key);
+/* Iteration: start with *pos = 0; returns false at the end. */
+bool idmap_next(const idmap *m, size_t *pos, const char **key, void **value);
+void idmap_clear(idmap *m);
+
+#endif

@@ -1,0 +1,59 @@
+/* queue: storh's LogQueue (FORMAT.md 4): one queue.log of framed
+ * enqueue/claim/complete/requeue/purge events and a queue.lock flock. The
+ * state is replayed from the log on open, and before every operation the
+ * queue reads what other processes appended, under the lock, so several
+ * processes never claim one job twice.
+ *
+ * Job states:  (enqueue) --> pending --claim--> processing --complete-->
+ *   done (keep_done) or gone; processing --requeue--> pending;
+ *   done --purge--> gone. Enqueueing a known id resets it to pending.
+ *
+ * Unlike storh, a bad event line between good ones is skipped (verify
+ * reports it, repair quarantines it) instead of cutting the log there; only
+ * an unterminated tail, a torn write, is truncated. Appends are durable on
+ * return and share fsyncs between threads (gcommit). */
+#ifndef STORH_QUEUE_H
+#define STORH_QUEUE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storh_err.h"
+#include "uuid7.h"
+
+typedef struct queue queue;
+
+/* Without create a missing queue is STORH_ENOTFOUND. Close with
+ * queue_close. */
+int queue_open(const char *root, const char *name, bool create, queue **out, storh_err *err);
+void queue_close(queue *q);
+
+/* jobs: an array of jobs (string "id" supplies the id, object "payload" the
+ * payload, else the whole job is the payload). *ids: a new array of the ids
+ * in order. One append and one fsync for the whole batch. */
+int queue_enqueue_many(queue *q, const json_t *jobs, json_t **ids, storh_err *err);
+/* Claims up to limit jobs in FIFO order: *jobs = new array of
+ * {"id","payload"} (empty when none is pending). */
+int queue_claim(queue *q, size_t limit, json_t **jobs, storh_err *err);
+/* ids: array of id strings; ignores ids that are not processing.
+ * *completed counts the jobs completed. */
+int queue_complete_many(queue *q, const json_t *ids, bool keep_done, size_t *completed,
+                        storh_err *err);
+/* Requeues processing jobs claimed at least timeout_s seconds ago. */
+int queue_requeue_timed_out(queue *q, int64_t timeout_s, size_t *n, storh_err *err);
+/* Purges done jobs completed at least older_than_s seconds ago (<= 0: all). */
+int queue_purge_done(queue *q, int64_t older_than_s, size_t *n, storh_err *err);
+/* {"pending","processing","done"} (+ "bytes" for stats). */
+int queue_counts(queue *q, json_t **out, storh_err *err);
+int queue_stats(queue *q, json_t **out, storh_err *err);
+/* Pending jobs right now (after reading other processes' appends). */
+int queue_pending(queue *q, size_t *n, storh_err *err);
+/* {"ok","errors","stats"}: bad lines and state drift. */
+int queue_verify(queue *q, json_t **out, storh_err *err);
+/* Quarantines bad lines, rewrites the log without them, requeues jobs
+ * processing for at least timeout_s: {"ok":true,"quarantined","requeued"}. */
+int queue_repair(queue *q, int64_t timeout_s, json_t **out, storh_err *err);
+
+#endif

@@ -1,0 +1,97 @@
+/* seglog: storh's SegmentedLogStore (FORMAT.md 3): an append-only log of
+ * framed put/delete envelopes in segment files, a manifest listing sealed
+ * segments and the active one, and an in-memory state index (id -> live
+ * line) rebuilt by replay on open.
+ *
+ * Segment life:  active --(size >= max: roll)--> sealed --(compact)-->
+ *   replaced in the manifest by compact-<token>-NNNNNN outputs (old seg-*
+ *   files are left on disk for concurrent readers, as storh does).
+ * Manifest swap is the commit point of a roll and of a compaction; compact-*
+ * files the manifest does not name are removed on open.
+ *
+ * Unlike storh, nothing valid is ever cut away: on open only an invalid
+ * unterminated tail (a torn, never acknowledged write) is truncated; a bad
+ * line between good ones is skipped and reported by verify, and repair
+ * moves it to .storh/corrupt/ and rewrites the segment without it. A valid
+ * last line without LF gets its LF before the next append.
+ *
+ * Appends are durable on return and share fsyncs (gcommit). Threads share a
+ * seglog: every operation takes its mutex; mutations also take the flock
+ * that excludes other processes (PHP storh included). */
+#ifndef STORH_SEGLOG_H
+#define STORH_SEGLOG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recquery.h"
+#include "storh_err.h"
+#include "uuid7.h"
+
+enum { SEGLOG_PART_NONE = 0, SEGLOG_PART_DAILY, SEGLOG_PART_MONTHLY };
+
+typedef struct seglog_opts {
+    size_t max_segment_bytes; /* >= 256; default 1 MiB */
+    int sparse_interval;      /* >= 1; default 64 */
+    int partition;            /* SEGLOG_PART_* */
+    int64_t partition_ts_ms;  /* < 0: now */
+} seglog_opts;
+
+typedef struct seglog seglog;
+typedef struct seglog_iter seglog_iter;
+typedef struct seglog_batch seglog_batch;
+
+void seglog_opts_default(seglog_opts *o);
+/* The collection directory for name under root with o's partition, into
+ * out (PATH_MAX). */
+int seglog_dir(const char *root, const char *name, const seglog_opts *o, char *out, storh_err *err);
+/* Opens (and with create, creates) the log; recovers torn tails. Without
+ * create a missing log is STORH_ENOTFOUND. Close with seglog_close. */
+int seglog_open(const char *root, const char *name, const seglog_opts *o, bool create, seglog **out,
+                storh_err *err);
+void seglog_close(seglog *s);
+
+int seglog_put(seglog *s, const char *id, json_t *data, char out_id[UUID7_LEN + 1], storh_err *err);
+/* Appends a tombstone if id is live; *existed says whether it was. */
+int seglog_delete(seglog *s, const char *id, bool *existed, storh_err *err);
+/* STORH_ENOTFOUND when absent or deleted; *data new reference. */
+int seglog_get(seglog *s, const char *id, json_t **data, storh_err *err);
+
+/* Bulk appends: rows are encoded into a spool file as they arrive and
+ * appended (with one fsync) only at commit, so a bad row changes nothing. */
+int seglog_batch_begin(seglog *s, seglog_batch **out, storh_err *err);
+/* putMany element rule (string "id", object "data", else the whole row). */
+int seglog_batch_element(seglog_batch *b, json_t *elem, char out_id[UUID7_LEN + 1], storh_err *err);
+size_t seglog_batch_count(const seglog_batch *b);
+int seglog_batch_commit(seglog_batch *b, size_t *written, storh_err *err);
+void seglog_batch_abort(seglog_batch *b);
+
+/* Live records in log order, filtered by q (borrowed, may be NULL; it must
+ * outlive the iterator). Segments outside q's id window are skipped. */
+int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err *err);
+/* 1 = record (id valid until the next call; *data new reference), 0 = end,
+ * < 0 = error. */
+int seglog_iter_next(seglog_iter *it, const char **id, json_t **data, storh_err *err);
+void seglog_iter_close(seglog_iter *it);
+
+/* compact(): {"ok":true,"segments":n,"records":n} (new reference). */
+int seglog_compact(seglog *s, json_t **report, storh_err *err);
+/* Deletes live records whose id timestamp is <= cutoff_ms, then compacts. */
+int seglog_retain(seglog *s, int64_t cutoff_ms, size_t *deleted, storh_err *err);
+/* stats(): {"segments","records","deleted","bytes"}. */
+int seglog_stats(seglog *s, json_t **out, storh_err *err);
+/* verify(): {"ok","errors","stats"}: bad lines, state drift. */
+int seglog_verify(seglog *s, json_t **out, storh_err *err);
+/* repair(): quarantine bad lines, rewrite their segments, recover. */
+int seglog_repair(seglog *s, json_t **out, storh_err *err);
+/* Live records. */
+size_t seglog_count(seglog *s);
+
+/* The data member of an envelope as storh hands it out: a non-object
+ * becomes {}, and if any key is an integer all integer keys are dropped.
+ * New reference. */
+json_t *seglog_envelope_data(const json_t *envelope);
+
+#endif

@@ -1,0 +1,319 @@
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "../tmpdir.h"
+#include "fsx.h"
+#include "queue.h"
+#include "sjson.h"
+
+static char root[PATH_MAX];
+
+static queue *open_q(const char *name)
+{
+    queue *q = NULL;
+    storh_err err;
+    if (queue_open(root, name, true, &q, &err))
+        fprintf(stderr, "open %s: %s\n", name, err.msg);
+    return q;
+}
+
+static json_t *js(const char *s)
+{
+    return sjson_decode(s, strlen(s), NULL);
+}
+
+static long long count(queue *q, const char *key)
+{
+    json_t *c;
+    if (queue_counts(q, &c, NULL))
+        return -1;
+    long long v = json_integer_value(json_object_get(c, key));
+    json_decref(c);
+    return v;
+}
+
+static char *log_of(const char *name)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s/queue.log", root, name);
+    buf b = BUF_INIT;
+    fsx_read_all(p, &b, NULL);
+    return b.data ? b.data : strdup("");
+}
+
+TEST(events_are_storh_bytes)
+{
+    queue *q = open_q("mail");
+    json_t *jobs = js("[{\"id\":\"018bcfe5-6800-7000-8000-000000000000\",\"payload\":{\"to\":\"a@b/"
+                      "c\"}},{\"id\":\"018bcfe5-6802-7000-8000-000000000002\",\"payload\":{}}]");
+    json_t *ids;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    CHECK_INT(json_array_size(ids), 2);
+    json_decref(ids);
+    json_decref(jobs);
+    char *log = log_of("mail");
+    /* same JSON as storh's example, with today's ts */
+    CHECK(strstr(log, "\t{\"op\":\"enqueue\",\"id\":\"018bcfe5-6800-7000-8000-000000000000\","
+                      "\"payload\":{\"to\":\"a@b/c\"},\"ts\":") != NULL);
+    CHECK(strstr(log, "\"payload\":[],\"ts\":") != NULL);
+    CHECK(strncmp(log, "101\t", 4) == 0);
+    free(log);
+    json_t *claimed;
+    CHECK_INT(queue_claim(q, 1, &claimed, NULL), 0);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(claimed, 0), "id")),
+              "018bcfe5-6800-7000-8000-000000000000");
+    CHECK_STR(json_string_value(
+                  json_object_get(json_object_get(json_array_get(claimed, 0), "payload"), "to")),
+              "a@b/c");
+    json_decref(claimed);
+    json_t *cids = js("[\"018bcfe5-6800-7000-8000-000000000000\"]");
+    size_t n;
+    CHECK_INT(queue_complete_many(q, cids, true, &n, NULL), 0);
+    CHECK_INT(n, 1);
+    CHECK_INT(queue_complete_many(q, cids, true, &n, NULL), 0);
+    CHECK_INT(n, 0); /* not processing any more: ignored, nothing written */
+    json_decref(cids);
+    log = log_of("mail");
+    CHECK(strstr(log, "\t{\"op\":\"claim\",\"id\":\"018bcfe5-6800-7000-8000-000000000000\","
+                      "\"ts\":") != NULL);
+    CHECK(strstr(log, "{\"op\":\"complete\",\"id\":\"018bcfe5-6800-7000-8000-000000000000\","
+                      "\"done\":true,\"ts\":") != NULL);
+    free(log);
+    CHECK_INT(count(q, "pending"), 1);
+    CHECK_INT(count(q, "done"), 1);
+    CHECK_INT(queue_purge_done(q, 0, &n, NULL), 0);
+    CHECK_INT(n, 1);
+    CHECK_INT(count(q, "done"), 0);
+    queue_close(q);
+}
+
+TEST(fifo_requeue_and_replay)
+{
+    queue *q = open_q("fifo");
+    json_t *jobs = json_array();
+    for (int i = 0; i < 10; i++)
+        json_array_append_new(jobs, json_pack("{si}", "n", i));
+    json_t *ids;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    json_decref(jobs);
+    json_t *c;
+    CHECK_INT(queue_claim(q, 3, &c, NULL), 0);
+    CHECK_INT(json_array_size(c), 3);
+    for (int i = 0; i < 3; i++)
+        CHECK_INT(json_integer_value(json_object_get(
+                      json_object_get(json_array_get(c, (size_t)i), "payload"), "n")),
+                  i);
+    json_decref(c);
+    size_t n;
+    CHECK_INT(queue_requeue_timed_out(q, 0, &n, NULL), 0);
+    CHECK_INT(n, 3);
+    /* requeued jobs go to the back */
+    CHECK_INT(queue_claim(q, 1, &c, NULL), 0);
+    CHECK_INT(
+        json_integer_value(json_object_get(json_object_get(json_array_get(c, 0), "payload"), "n")),
+        3);
+    json_decref(c);
+    json_t *before;
+    queue_counts(q, &before, NULL);
+    queue_close(q);
+    q = open_q("fifo");
+    json_t *after;
+    queue_counts(q, &after, NULL);
+    CHECK(json_equal(before, after));
+    json_decref(before);
+    json_decref(after);
+    CHECK_INT(queue_claim(q, 100, &c, NULL), 0);
+    CHECK_INT(json_array_size(c), 9);
+    CHECK_INT(
+        json_integer_value(json_object_get(json_object_get(json_array_get(c, 8), "payload"), "n")),
+        2);
+    json_decref(c);
+    CHECK_INT(queue_claim(q, 5, &c, NULL), 0);
+    CHECK_INT(json_array_size(c), 0);
+    json_decref(c);
+    json_t *v;
+    CHECK_INT(queue_verify(q, &v, NULL), 0);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    json_decref(ids);
+    queue_close(q);
+}
+
+TEST(torn_tail_and_bad_middle_line)
+{
+    queue *q = open_q("bad");
+    json_t *jobs = js("[{\"a\":1},{\"a\":2},{\"a\":3}]");
+    json_t *ids;
+    queue_enqueue_many(q, jobs, &ids, NULL);
+    json_decref(jobs);
+    json_decref(ids);
+    queue_close(q);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/bad/queue.log", root);
+    buf b = BUF_INIT;
+    fsx_read_all(p, &b, NULL);
+    char *second = strchr(b.data, '\n') + 1;
+    strstr(second, "\"a\":2")[4] = '9'; /* checksum mismatch in the middle */
+    FILE *f = fopen(p, "w");
+    fwrite(b.data, 1, b.len, f);
+    fputs("77\tdeadbeef\t{\"op\":\"enq", f); /* and a torn tail */
+    fclose(f);
+    q = open_q("bad");
+    CHECK_INT(count(q, "pending"), 2); /* the third job survives the bad second line */
+    struct stat st;
+    stat(p, &st);
+    CHECK_INT(st.st_size, (off_t)b.len); /* only the torn tail was cut */
+    json_t *v;
+    CHECK_INT(queue_verify(q, &v, NULL), 0);
+    CHECK(json_is_false(json_object_get(v, "ok")));
+    CHECK(strncmp(json_string_value(json_array_get(json_object_get(v, "errors"), 0)),
+                  "line 2: Corrupt log queue line.", 31) == 0);
+    json_decref(v);
+    CHECK_INT(queue_repair(q, 3600, &v, NULL), 0);
+    CHECK_INT(json_integer_value(json_object_get(v, "quarantined")), 1);
+    json_decref(v);
+    CHECK_INT(queue_verify(q, &v, NULL), 0);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    json_t *more = js("[{\"a\":4}]");
+    CHECK_INT(queue_enqueue_many(q, more, &ids, NULL), 0);
+    json_decref(more);
+    json_decref(ids);
+    CHECK_INT(count(q, "pending"), 3);
+    queue_close(q);
+    buf_free(&b);
+}
+
+/* Two processes claim from one queue: every job exactly once. */
+TEST(two_processes_never_claim_twice)
+{
+    enum { JOBS = 400 };
+    queue *q = open_q("shared");
+    json_t *jobs = json_array();
+    for (int i = 0; i < JOBS; i++)
+        json_array_append_new(jobs, json_pack("{si}", "n", i));
+    json_t *ids;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    json_decref(jobs);
+    json_decref(ids);
+    queue_close(q);
+    int fds[2][2];
+    pid_t pids[2];
+    for (int w = 0; w < 2; w++) {
+        if (pipe(fds[w]) != 0)
+            return;
+        pids[w] = fork();
+        if (pids[w] == 0) {
+            close(fds[w][0]);
+            queue *cq = open_q("shared");
+            FILE *out = fdopen(fds[w][1], "w");
+            for (;;) {
+                json_t *c;
+                if (queue_claim(cq, 3, &c, NULL) != 0)
+                    _exit(3);
+                if (json_array_size(c) == 0) {
+                    json_decref(c);
+                    break;
+                }
+                size_t i;
+                json_t *j;
+                json_t *done = json_array();
+                json_array_foreach(c, i, j)
+                {
+                    fprintf(out, "%s\n", json_string_value(json_object_get(j, "id")));
+                    json_array_append(done, json_object_get(j, "id"));
+                }
+                size_t n;
+                queue_complete_many(cq, done, true, &n, NULL);
+                json_decref(done);
+                json_decref(c);
+            }
+            fclose(out);
+            queue_close(cq);
+            _exit(0);
+        }
+        close(fds[w][1]);
+    }
+    char *seen[JOBS * 2];
+    int nseen = 0, per[2] = {0, 0};
+    for (int w = 0; w < 2; w++) {
+        FILE *in = fdopen(fds[w][0], "r");
+        char line[64];
+        while (fgets(line, sizeof line, in) && nseen < JOBS * 2) {
+            line[strcspn(line, "\n")] = '\0';
+            seen[nseen++] = strdup(line);
+            per[w]++;
+        }
+        fclose(in);
+        int st;
+        waitpid(pids[w], &st, 0);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    CHECK_INT(nseen, JOBS);
+    int dups = 0;
+    for (int i = 0; i < nseen; i++)
+        for (int k = i + 1; k < nseen; k++)
+            if (!strcmp(seen[i], seen[k]))
+                dups++;
+    CHECK_INT(dups, 0);
+    for (int i = 0; i < nseen; i++)
+        free(seen[i]);
+    q = open_q("shared");
+    CHECK_INT(count(q, "done"), JOBS);
+    CHECK_INT(count(q, "pending"), 0);
+    json_t *v;
+    CHECK_INT(queue_verify(q, &v, NULL), 0);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    queue_close(q);
+    printf("claims per process: %d / %d\n", per[0], per[1]);
+}
+
+TEST(bad_input_changes_nothing)
+{
+    queue *q = open_q("strict");
+    char *before = log_of("strict");
+    json_t *jobs = js("[{\"a\":1},{\"id\":\"nope\",\"payload\":{}}]");
+    json_t *ids = NULL;
+    storh_err err;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, &err), STORH_EINVAL);
+    CHECK(strstr(err.msg, "Job 1") != NULL);
+    json_decref(jobs);
+    jobs = js("[1]");
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, &err), STORH_EINVAL);
+    json_decref(jobs);
+    json_t *c;
+    CHECK_INT(queue_claim(q, 0, &c, &err), STORH_EINVAL);
+    json_t *bad = js("[\"x\"]");
+    size_t n;
+    CHECK_INT(queue_complete_many(q, bad, true, &n, &err), STORH_EINVAL);
+    json_decref(bad);
+    char *after = log_of("strict");
+    CHECK_STR(after, before);
+    free(before);
+    free(after);
+    queue_close(q);
+    CHECK_INT(queue_open(root, "absent", false, &q, &err), STORH_ENOTFOUND);
+}
+
+static const test_case tests[] = {
+    {"events_are_storh_bytes", events_are_storh_bytes},
+    {"fifo_requeue_and_replay", fifo_requeue_and_replay},
+    {"torn_tail_and_bad_middle_line", torn_tail_and_bad_middle_line},
+    {"two_processes_never_claim_twice", two_processes_never_claim_twice},
+    {"bad_input_changes_nothing", bad_input_changes_nothing},
+};
+
+static int run(int argc, char **argv);
+int main(int argc, char **argv)
+{
+    if (!tmpdir_make(root))
+        return 2;
+    int rc = run(argc, argv);
+    tmpdir_remove(root);
+    return rc;
+}
+#define main run
+TEST_MAIN(tests)

@@ -1,0 +1,476 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "../tmpdir.h"
+#include "frame.h"
+#include "fsx.h"
+#include "seglog.h"
+#include "sjson.h"
+
+static char root[PATH_MAX];
+
+static json_t *js(const char *s)
+{
+    return sjson_decode(s, strlen(s), NULL);
+}
+
+static seglog *open_log(const char *name, size_t seg_bytes)
+{
+    seglog_opts o;
+    seglog_opts_default(&o);
+    if (seg_bytes)
+        o.max_segment_bytes = seg_bytes;
+    seglog *s = NULL;
+    storh_err err;
+    if (seglog_open(root, name, &o, true, &s, &err))
+        fprintf(stderr, "open %s: %s\n", name, err.msg);
+    return s;
+}
+
+static char *slurp(const char *fmt, const char *a)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, fmt, root, a);
+    buf b = BUF_INIT;
+    if (fsx_read_all(p, &b, NULL) != 0)
+        return NULL;
+    return b.data ? b.data : strdup("");
+}
+
+static int count_live(seglog *s, const recquery *q, char ids[][37], int max)
+{
+    seglog_iter *it;
+    if (seglog_iter_open(s, q, &it, NULL))
+        return -1;
+    const char *id;
+    json_t *d;
+    int n = 0, r;
+    while ((r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
+        if (ids && n < max)
+            memcpy(ids[n], id, 37);
+        n++;
+        json_decref(d);
+    }
+    seglog_iter_close(it);
+    return r < 0 ? -1 : n;
+}
+
+TEST(frames_match_storh_bytes)
+{
+    buf b = BUF_INIT;
+    const char *put =
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6800-7000-8000-000000000000\",\"data\":{\"type\":\"a\","
+        "\"n\":1.0}}";
+    frame_encode(&b, put, strlen(put));
+    CHECK(strncmp(b.data, "84\td6d3231c\t{", 13) == 0);
+    buf_reset(&b);
+    const char *del = "{\"op\":\"delete\",\"id\":\"018bcfe5-6800-7000-8000-000000000000\"}";
+    frame_encode(&b, del, strlen(del));
+    CHECK(strncmp(b.data, "59\t0b41c0e5\t{", 13) == 0);
+    const char *j;
+    size_t jl;
+    CHECK_INT(frame_decode(b.data, b.len, false, &j, &jl, NULL), 0);
+    CHECK_INT(jl, 59);
+    char lenient[128];
+    snprintf(lenient, sizeof lenient, "59abc\t0b41c0e5\t%s", del); /* PHP (int) cast */
+    CHECK_INT(frame_decode(lenient, strlen(lenient), false, &j, &jl, NULL), 0);
+    CHECK_INT(frame_decode(lenient, strlen(lenient), true, &j, &jl, NULL), STORH_ECORRUPT);
+    char badhash[128];
+    snprintf(badhash, sizeof badhash, "59\t0B41C0E5\t%s", del);
+    CHECK_INT(frame_decode(badhash, strlen(badhash), false, &j, &jl, NULL), STORH_ECORRUPT);
+    buf_free(&b);
+}
+
+TEST(put_get_delete_and_layout)
+{
+    seglog *s = open_log("events", 0);
+    char *m = slurp("%s/%s/manifest.jsonc", "events");
+    CHECK_STR(m, "{\"nextSegment\":2,\"sealed\":[],\"active\":{\"file\":\"seg-000001.ndjson\","
+                 "\"max\":null,\"min\":null,\"records\":0,\"ordered\":true}}\n");
+    free(m);
+    json_t *d = js("{\"type\":\"a\",\"n\":1.0}");
+    char id[37];
+    CHECK_INT(seglog_put(s, "018bcfe5-6800-7000-8000-000000000000", d, id, NULL), 0);
+    json_decref(d);
+    bool existed;
+    CHECK_INT(seglog_delete(s, id, &existed, NULL), 0);
+    CHECK(existed);
+    CHECK_INT(seglog_delete(s, id, &existed, NULL), 0);
+    CHECK(!existed); /* no second tombstone */
+    char *seg = slurp("%s/%s/segments/seg-000001.ndjson", "events");
+    CHECK_STR(seg, "84\td6d3231c\t{\"op\":\"put\",\"id\":\"018bcfe5-6800-7000-8000-000000000000\","
+                   "\"data\":{\"type\":\"a\",\"n\":1.0}}\n"
+                   "59\t0b41c0e5\t{\"op\":\"delete\",\"id\":\"018bcfe5-6800-7000-8000-"
+                   "000000000000\"}\n");
+    free(seg);
+    json_t *got = NULL;
+    CHECK_INT(seglog_get(s, id, &got, NULL), STORH_ENOTFOUND);
+    d = js("{\"k\":\"v\",\"list\":[1,2]}");
+    CHECK_INT(seglog_put(s, NULL, d, id, NULL), 0);
+    json_decref(d);
+    CHECK_INT(seglog_get(s, id, &got, NULL), 0);
+    CHECK_STR(json_string_value(json_object_get(got, "k")), "v");
+    json_decref(got);
+    seglog_close(s);
+    s = open_log("events", 0); /* replayed from disk */
+    CHECK_INT(seglog_get(s, id, &got, NULL), 0);
+    json_decref(got);
+    json_t *st;
+    seglog_stats(s, &st, NULL);
+    CHECK_INT(json_integer_value(json_object_get(st, "records")), 1);
+    CHECK_INT(json_integer_value(json_object_get(st, "deleted")), 1);
+    json_decref(st);
+    seglog_close(s);
+}
+
+TEST(rolls_segments_and_streams_in_log_order)
+{
+    seglog *s = open_log("roll", 256);
+    char ids[40][37];
+    for (int i = 0; i < 40; i++) {
+        json_t *d = json_pack("{si}", "i", i);
+        CHECK_INT(seglog_put(s, NULL, d, ids[i], NULL), 0);
+        json_decref(d);
+    }
+    /* re-put the first record: it moves to the end of the log order */
+    json_t *d = json_pack("{si}", "i", 100);
+    char id[37];
+    CHECK_INT(seglog_put(s, ids[0], d, id, NULL), 0);
+    json_decref(d);
+    char out[41][37];
+    CHECK_INT(count_live(s, NULL, out, 41), 40);
+    CHECK_STR(out[0], ids[1]);
+    CHECK_STR(out[39], ids[0]);
+    json_t *st;
+    seglog_stats(s, &st, NULL);
+    long long segs = json_integer_value(json_object_get(st, "segments"));
+    CHECK(segs > 5);
+    json_decref(st);
+    char *m = slurp("%s/%s/manifest.jsonc", "roll");
+    CHECK(strstr(m, "\"index\":\"seg-000001.idx.jsonc\"") != NULL);
+    free(m);
+    char *idx = slurp("%s/%s/segments/seg-000001.idx.jsonc", "roll");
+    CHECK(idx && strncmp(idx, "{\"entries\":[{\"id\":\"", 19) == 0);
+    free(idx);
+    /* after + limit use the sparse index and stop early */
+    recquery q;
+    recquery_init(&q);
+    recquery_after(&q, ids[20], 36, NULL);
+    recquery_limit(&q, 5, NULL);
+    CHECK_INT(count_live(s, &q, out, 5), 5);
+    CHECK_STR(out[0], ids[21]);
+    recquery_clear(&q);
+    seglog_close(s);
+    s = open_log("roll", 256);
+    CHECK_INT(count_live(s, NULL, NULL, 0), 40);
+    seglog_close(s);
+}
+
+static char active_path[PATH_MAX];
+
+static off_t fsize(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 ? st.st_size : -1;
+}
+
+TEST(torn_tail_is_cut_and_the_last_whole_record_kept)
+{
+    seglog *s = open_log("torn", 0);
+    char ids[3][37];
+    for (int i = 0; i < 3; i++) {
+        json_t *d = json_pack("{si}", "i", i);
+        seglog_put(s, NULL, d, ids[i], NULL);
+        json_decref(d);
+    }
+    seglog_close(s);
+    snprintf(active_path, sizeof active_path, "%s/torn/segments/seg-000001.ndjson", root);
+    off_t full = fsize(active_path);
+    CHECK(truncate(active_path, full - 10) == 0); /* mid-way through the third line */
+    s = open_log("torn", 0);
+    json_t *d;
+    CHECK_INT(seglog_get(s, ids[1], &d, NULL), 0);
+    json_decref(d);
+    CHECK_INT(seglog_get(s, ids[2], &d, NULL), STORH_ENOTFOUND);
+    CHECK_INT(count_live(s, NULL, NULL, 0), 2);
+    CHECK(fsize(active_path) < full - 10); /* the torn bytes are gone */
+    /* and appends continue cleanly */
+    d = json_pack("{si}", "i", 9);
+    char id[37];
+    CHECK_INT(seglog_put(s, NULL, d, id, NULL), 0);
+    json_decref(d);
+    seglog_close(s);
+    s = open_log("torn", 0);
+    CHECK_INT(count_live(s, NULL, NULL, 0), 3);
+    seglog_close(s);
+}
+
+TEST(unterminated_valid_line_is_not_glued_to_the_next)
+{
+    seglog *s = open_log("nolf", 0);
+    char a[37], b[37];
+    json_t *d = json_pack("{si}", "i", 1);
+    seglog_put(s, NULL, d, a, NULL);
+    json_decref(d);
+    seglog_close(s);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/nolf/segments/seg-000001.ndjson", root);
+    CHECK(truncate(p, fsize(p) - 1) == 0); /* drop only the LF */
+    s = open_log("nolf", 0);
+    d = json_pack("{si}", "i", 2);
+    CHECK_INT(seglog_put(s, NULL, d, b, NULL), 0);
+    json_decref(d);
+    seglog_close(s);
+    s = open_log("nolf", 0);
+    json_t *g;
+    CHECK_INT(seglog_get(s, a, &g, NULL), 0);
+    json_decref(g);
+    CHECK_INT(seglog_get(s, b, &g, NULL), 0);
+    json_decref(g);
+    seglog_close(s);
+}
+
+TEST(bad_middle_line_loses_nothing_after_it)
+{
+    seglog *s = open_log("mid", 0);
+    char ids[4][37];
+    for (int i = 0; i < 4; i++) {
+        json_t *d = json_pack("{si}", "i", i);
+        seglog_put(s, NULL, d, ids[i], NULL);
+        json_decref(d);
+    }
+    seglog_close(s);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/mid/segments/seg-000001.ndjson", root);
+    buf b = BUF_INIT;
+    fsx_read_all(p, &b, NULL);
+    char *second = strchr(b.data, '\n') + 1;
+    char *digit = strstr(second, "\"i\":1");
+    digit[4] = '7'; /* the checksum no longer matches */
+    FILE *f = fopen(p, "w");
+    fwrite(b.data, 1, b.len, f);
+    fclose(f);
+    s = open_log("mid", 0);
+    CHECK_INT(fsize(p), (off_t)b.len); /* storh would have cut the file here */
+    CHECK_INT(count_live(s, NULL, NULL, 0), 3);
+    json_t *d;
+    CHECK_INT(seglog_get(s, ids[3], &d, NULL), 0);
+    json_decref(d);
+    json_t *v;
+    CHECK_INT(seglog_verify(s, &v, NULL), 0);
+    CHECK(json_is_false(json_object_get(v, "ok")));
+    CHECK(strstr(json_string_value(json_array_get(json_object_get(v, "errors"), 0)),
+                 "seg-000001.ndjson:") != NULL);
+    json_decref(v);
+    CHECK_INT(seglog_repair(s, &v, NULL), 0);
+    CHECK_INT(json_integer_value(json_object_get(v, "quarantined")), 1);
+    json_decref(v);
+    CHECK_INT(seglog_verify(s, &v, NULL), 0);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    CHECK_INT(count_live(s, NULL, NULL, 0), 3);
+    d = json_pack("{si}", "i", 5);
+    char id[37];
+    CHECK_INT(seglog_put(s, NULL, d, id, NULL), 0); /* the reopened active fd works */
+    json_decref(d);
+    seglog_close(s);
+    s = open_log("mid", 0);
+    CHECK_INT(count_live(s, NULL, NULL, 0), 4);
+    seglog_close(s);
+    buf_free(&b);
+}
+
+static void fill(seglog *s, int n, char ids[][37])
+{
+    for (int i = 0; i < n; i++) {
+        json_t *d = json_pack("{siss}", "i", i, "pad", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+        seglog_put(s, NULL, d, ids[i], NULL);
+        json_decref(d);
+    }
+}
+
+TEST(compaction_keeps_live_records)
+{
+    seglog *s = open_log("cmp", 512);
+    char ids[30][37];
+    fill(s, 30, ids);
+    bool ex;
+    for (int i = 0; i < 10; i++)
+        seglog_delete(s, ids[i], &ex, NULL);
+    json_t *d = json_pack("{ss}", "updated", "yes");
+    char id[37];
+    seglog_put(s, ids[15], d, id, NULL);
+    json_decref(d);
+    json_t *rep;
+    CHECK_INT(seglog_compact(s, &rep, NULL), 0);
+    CHECK_INT(json_integer_value(json_object_get(rep, "records")), 20);
+    json_decref(rep);
+    CHECK_INT(count_live(s, NULL, NULL, 0), 20);
+    json_t *g;
+    CHECK_INT(seglog_get(s, ids[15], &g, NULL), 0);
+    CHECK_STR(json_string_value(json_object_get(g, "updated")), "yes");
+    json_decref(g);
+    char *m = slurp("%s/%s/manifest.jsonc", "cmp");
+    CHECK(strstr(m, "\"file\":\"compact-") != NULL);
+    CHECK(strstr(m, "\"compacted\":true}") != NULL);
+    CHECK(strstr(m, "seg-000001") == NULL);
+    free(m);
+    char old[PATH_MAX];
+    snprintf(old, sizeof old, "%s/cmp/segments/seg-000001.ndjson", root);
+    CHECK(fsize(old) > 0); /* left for concurrent readers, as storh does */
+    json_t *st;
+    seglog_stats(s, &st, NULL);
+    CHECK_INT(json_integer_value(json_object_get(st, "deleted")), 0);
+    json_decref(st);
+    seglog_close(s);
+    s = open_log("cmp", 512);
+    CHECK_INT(count_live(s, NULL, NULL, 0), 20);
+    seglog_close(s);
+}
+
+static int count_compact_files(const char *name)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "ls %s/%s/segments | grep -c '^compact-' ", root, name);
+    FILE *p = popen(cmd, "r");
+    int n = 0;
+    if (p && fscanf(p, "%d", &n) != 1)
+        n = 0;
+    if (p)
+        pclose(p);
+    return n;
+}
+
+TEST(compaction_crash_before_manifest_swap)
+{
+    seglog *s = open_log("crash", 512);
+    char ids[30][37];
+    fill(s, 30, ids);
+    bool ex;
+    for (int i = 0; i < 5; i++)
+        seglog_delete(s, ids[i], &ex, NULL);
+    seglog_close(s);
+    char *before = slurp("%s/%s/manifest.jsonc", "crash");
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("STORH_FAULT", "seglog.compact.before_manifest", 1);
+        seglog *c = open_log("crash", 512);
+        seglog_compact(c, NULL, NULL);
+        _exit(0); /* not reached: the fault point ends the process */
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 86);
+    CHECK(count_compact_files("crash") > 0); /* outputs were written, never committed */
+    s = open_log("crash", 512);
+    CHECK_INT(count_compact_files("crash"), 0); /* removed on open */
+    CHECK_INT(count_live(s, NULL, NULL, 0), 25);
+    char *after = slurp("%s/%s/manifest.jsonc", "crash");
+    CHECK(strstr(after, "compact-") == NULL);
+    free(before);
+    free(after);
+    seglog_close(s);
+}
+
+TEST(retention_and_time_ranges)
+{
+    seglog *s = open_log("ret", 0);
+    /* ids from three days: 2023-11-14, 11-15, 11-16 (ms since the epoch) */
+    int64_t days[3] = {INT64_C(1699920000000), INT64_C(1700006400000), INT64_C(1700092800000)};
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < 4; i++) {
+            char id[37];
+            uuid7_generate(id, days[d] + i, NULL);
+            json_t *v = json_pack("{si}", "day", d);
+            char out[37];
+            CHECK_INT(seglog_put(s, id, v, out, NULL), 0);
+            json_decref(v);
+        }
+    recquery q;
+    recquery_init(&q);
+    recquery_time_range(&q, true, days[1], true, days[1] + 3, NULL);
+    CHECK_INT(count_live(s, &q, NULL, 0), 4);
+    recquery_clear(&q);
+    size_t deleted;
+    CHECK_INT(seglog_retain(s, days[1] + 1, &deleted, NULL), 0);
+    CHECK_INT(deleted, 6); /* day 0, and the first two ms of day 1 (inclusive) */
+    CHECK_INT(count_live(s, NULL, NULL, 0), 6);
+    seglog_close(s);
+}
+
+TEST(bulk_batches_and_partitions)
+{
+    seglog *s = open_log("bulk", 300);
+    seglog_batch *b;
+    char id[37];
+    CHECK_INT(seglog_batch_begin(s, &b, NULL), 0);
+    for (int i = 0; i < 50; i++) {
+        json_t *d = json_pack("{si}", "i", i);
+        CHECK_INT(seglog_batch_element(b, d, id, NULL), 0);
+        json_decref(d);
+    }
+    seglog_batch_abort(b);
+    CHECK_INT(count_live(s, NULL, NULL, 0), 0);
+    CHECK_INT(seglog_batch_begin(s, &b, NULL), 0);
+    for (int i = 0; i < 50; i++) {
+        json_t *d = json_pack("{s{si}}", "data", "i", i);
+        CHECK_INT(seglog_batch_element(b, d, id, NULL), 0);
+        json_decref(d);
+    }
+    size_t n;
+    CHECK_INT(seglog_batch_commit(b, &n, NULL), 0);
+    CHECK_INT(n, 50);
+    CHECK_INT(count_live(s, NULL, NULL, 0), 50);
+    json_t *st;
+    seglog_stats(s, &st, NULL);
+    CHECK(json_integer_value(json_object_get(st, "segments")) > 3); /* rolled on the way */
+    json_decref(st);
+    seglog_close(s);
+
+    seglog_opts o;
+    seglog_opts_default(&o);
+    o.partition = SEGLOG_PART_DAILY;
+    o.partition_ts_ms = INT64_C(1783209600000);
+    char dir[PATH_MAX];
+    CHECK_INT(seglog_dir("/r", "events", &o, dir, NULL), 0);
+    CHECK_STR(dir, "/r/events/partitions/2026-07-05");
+    o.partition = SEGLOG_PART_MONTHLY;
+    CHECK_INT(seglog_dir("/r/", "events", &o, dir, NULL), 0);
+    CHECK_STR(dir, "/r/events/partitions/2026-07");
+    CHECK_INT(seglog_open(root, "part", &o, true, &s, NULL), 0);
+    snprintf(dir, sizeof dir, "%s/part/partitions/2026-07/manifest.jsonc", root);
+    CHECK(fsize(dir) > 0);
+    seglog_close(s);
+    storh_err err;
+    CHECK_INT(seglog_open(root, "missing", &o, false, &s, &err), STORH_ENOTFOUND);
+}
+
+static const test_case tests[] = {
+    {"frames_match_storh_bytes", frames_match_storh_bytes},
+    {"put_get_delete_and_layout", put_get_delete_and_layout},
+    {"rolls_segments_and_streams_in_log_order", rolls_segments_and_streams_in_log_order},
+    {"torn_tail_is_cut_and_the_last_whole_record_kept",
+     torn_tail_is_cut_and_the_last_whole_record_kept},
+    {"unterminated_valid_line_is_not_glued_to_the_next",
+     unterminated_valid_line_is_not_glued_to_the_next},
+    {"bad_middle_line_loses_nothing_after_it", bad_middle_line_loses_nothing_after_it},
+    {"compaction_keeps_live_records", compaction_keeps_live_records},
+    {"compaction_crash_before_manifest_swap", compaction_crash_before_manifest_swap},
+    {"retention_and_time_ranges", retention_and_time_ranges},
+    {"bulk_batches_and_partitions", bulk_batches_and_partitions},
+};
+
+static int run(int argc, char **argv);
+int main(int argc, char **argv)
+{
+    if (!tmpdir_make(root))
+        return 2;
+    int rc = run(argc, argv);
+    tmpdir_remove(root);
+    return rc;
+}
+#define main run
+TEST_MAIN(tests)
