@@ -179,7 +179,7 @@ static bool apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap
     size_t jl;
     storh_err e;
     if (frame_decode(p, n, true, &j, &jl, &e) != 0) {
-        snprintf(msg, cap, "%s", e.msg);
+        snprintf(msg, cap, "%.90s", e.msg);
         return false;
     }
     json_t *ev = json_loadb(j, jl, JSON_ALLOW_NUL, NULL);

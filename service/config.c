@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "seglog.h"
+
 typedef enum { OPT_STR, OPT_SIZE, OPT_INT, OPT_BOOL } opt_kind;
 
 typedef struct opt_def {
@@ -34,6 +36,12 @@ static const opt_def opts[] = {
      "log every request as a JSON line on stderr (default true)"},
     {"insecure-no-auth", "STORHD_INSECURE_NO_AUTH", OPT_BOOL, OFF(insecure_no_auth),
      "serve /v1 without a JWT key on a non-loopback address"},
+    {"workers", "STORHD_WORKERS", OPT_INT, OFF(workers),
+     "threads for blocking writes; concurrent appends share fsyncs (default 32)"},
+    {"log-segment-bytes", "STORHD_LOG_SEGMENT_BYTES", OPT_SIZE, OFF(log_segment_bytes),
+     "segment size of logs (default 1048576)"},
+    {"log-partition", "STORHD_LOG_PARTITION", OPT_STR, OFF(log_partition),
+     "partition of logs: none, daily or monthly (default none)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -155,6 +163,11 @@ static int load_file(config *cfg, const char *path)
     json_t *v;
     json_object_foreach(root, key, v)
     {
+        if (!strcmp(key, "logs") && json_is_object(v)) {
+            json_decref(cfg->logs);
+            cfg->logs = json_incref(v);
+            continue;
+        }
         const opt_def *o = find_opt(key);
         if (!o || !strcmp(key, "config")) {
             /* later issues add sections (mirrors, rpc); unknown keys are kept for them */
@@ -191,6 +204,9 @@ int config_load(config *cfg, int argc, char **argv)
     cfg->conn_timeout = 30;
     cfg->max_conns = 1024;
     cfg->access_log = true;
+    cfg->workers = 32;
+    cfg->log_segment_bytes = 1024 * 1024;
+    cfg->log_partition = strdup("none");
 
     struct option lo[NOPTS + 3];
     for (size_t i = 0; i < NOPTS; i++)
@@ -247,6 +263,54 @@ int config_load(config *cfg, int argc, char **argv)
         if (set_opt(cfg, o, v, "flag"))
             return -1;
     }
+    seglog_opts check;
+    char msg[160];
+    if (config_log_opts(cfg, "*", &check, msg, sizeof msg)) {
+        fprintf(stderr, "storhd: %s\n", msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int partition_of(const char *p, int *out)
+{
+    if (!strcmp(p, "none"))
+        *out = SEGLOG_PART_NONE;
+    else if (!strcmp(p, "daily"))
+        *out = SEGLOG_PART_DAILY;
+    else if (!strcmp(p, "monthly"))
+        *out = SEGLOG_PART_MONTHLY;
+    else
+        return -1;
+    return 0;
+}
+
+int config_log_opts(const config *cfg, const char *name, seglog_opts *o, char *msg, size_t cap)
+{
+    seglog_opts_default(o);
+    o->max_segment_bytes = cfg->log_segment_bytes;
+    if (partition_of(cfg->log_partition, &o->partition)) {
+        snprintf(msg, cap, "log partition must be none, daily or monthly, not '%s'",
+                 cfg->log_partition);
+        return -1;
+    }
+    json_t *per = json_object_get(cfg->logs, name);
+    if (!per)
+        per = json_object_get(cfg->logs, "*");
+    if (!per)
+        return 0;
+    json_t *sb = json_object_get(per, "segment_bytes");
+    json_t *pt = json_object_get(per, "partition");
+    if (sb && (!json_is_integer(sb) || json_integer_value(sb) < 256)) {
+        snprintf(msg, cap, "logs.%s.segment_bytes must be an integer >= 256", name);
+        return -1;
+    }
+    if (sb)
+        o->max_segment_bytes = (size_t)json_integer_value(sb);
+    if (pt && (!json_is_string(pt) || partition_of(json_string_value(pt), &o->partition))) {
+        snprintf(msg, cap, "logs.%s.partition must be none, daily or monthly", name);
+        return -1;
+    }
     return 0;
 }
 
@@ -255,6 +319,8 @@ void config_free(config *cfg)
     free(cfg->root);
     free(cfg->listen_host);
     free(cfg->config_file);
+    free(cfg->log_partition);
+    json_decref(cfg->logs);
     memset(cfg, 0, sizeof *cfg);
 }
 

@@ -4,6 +4,7 @@
 #ifndef STORHD_CONFIG_H
 #define STORHD_CONFIG_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,6 +19,10 @@ typedef struct config {
     unsigned max_conns; /* concurrent connections */
     bool access_log;    /* one JSON line per request on stderr */
     bool insecure_no_auth;
+    int workers;              /* threads for blocking engine calls */
+    size_t log_segment_bytes; /* default segment size of a log */
+    char *log_partition;      /* default partition: none, daily, monthly */
+    json_t *logs;             /* config file "logs": {stream: {...}}; owned, may be NULL */
 } config;
 
 /* Fills cfg from argv and the environment. Returns 0 to run, 1 when --help
@@ -25,6 +30,11 @@ typedef struct config {
  * stderr, exit 2). */
 int config_load(config *cfg, int argc, char **argv);
 void config_free(config *cfg);
+/* The options of log stream name: the file's "logs"[name] (or "logs"["*"])
+ * over the defaults. 0, or -1 with a message in msg. */
+struct seglog_opts;
+int config_log_opts(const config *cfg, const char *name, struct seglog_opts *o, char *msg,
+                    size_t cap);
 /* True if listen_host is a loopback address. */
 bool config_listen_is_loopback(const config *cfg);
 

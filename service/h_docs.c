@@ -1,6 +1,5 @@
 #include "h_docs.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,8 @@
 #include "apierr.h"
 #include "docstore.h"
 #include "http.h"
+#include "ndjson.h"
+#include "reqparse.h"
 #include "sjson.h"
 #include "xxhash.h"
 
@@ -72,14 +73,26 @@ static int put_common(http_req *req, const char *id)
     return 0;
 }
 
-int h_docs_create(http_req *req)
+static int create_work(http_req *req)
 {
     return put_common(req, NULL);
 }
 
-int h_docs_put(http_req *req)
+static int put_work(http_req *req)
 {
     return put_common(req, http_param(req, "id"));
+}
+
+int h_docs_create(http_req *req)
+{
+    http_defer(req, create_work);
+    return 0;
+}
+
+int h_docs_put(http_req *req)
+{
+    http_defer(req, put_work);
+    return 0;
 }
 
 static bool etag_matches(const char *header, const char *etag)
@@ -132,7 +145,7 @@ int h_docs_get(http_req *req)
     return 0;
 }
 
-int h_docs_delete(http_req *req)
+static int delete_work(http_req *req)
 {
     docstore *ds = store_for(req, false);
     if (!ds)
@@ -146,12 +159,17 @@ int h_docs_delete(http_req *req)
     return http_reply_empty(req, 204);
 }
 
+int h_docs_delete(http_req *req)
+{
+    http_defer(req, delete_work);
+    return 0;
+}
+
 /* ---- streamed reads: GET list and _export ---- */
 
 typedef struct list_state {
     docstore_iter *it;
     recquery q;
-    char bad[UUID7_LEN * 2];
 } list_state;
 
 static void list_free(void *p)
@@ -184,77 +202,6 @@ static int list_fill(void *p, buf *out, size_t max)
     return 0;
 }
 
-typedef struct parse_ctx {
-    recquery *q;
-    char msg[300];
-    bool bad;
-} parse_ctx;
-
-static bool parse_int(const char *v, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (errno || end == v || *end)
-        return false;
-    *out = n;
-    return true;
-}
-
-static void parse_arg(void *cp, const char *k, const char *v)
-{
-    parse_ctx *c = cp;
-    if (c->bad)
-        return;
-    storh_err err;
-    long long n;
-    if (!strcmp(k, "after")) {
-        if (recquery_after(c->q, v, strlen(v), &err))
-            snprintf(c->msg, sizeof c->msg, "Query parameter after: %.200s", err.msg),
-                c->bad = true;
-    } else if (!strcmp(k, "limit")) {
-        if (!parse_int(v, &n) || recquery_limit(c->q, n, &err))
-            snprintf(c->msg, sizeof c->msg, "Query parameter limit: must be an integer >= 1."),
-                c->bad = true;
-    } else if (!strcmp(k, "from_ms") || !strcmp(k, "until_ms")) {
-        if (!parse_int(v, &n)) {
-            snprintf(c->msg, sizeof c->msg, "Query parameter %s: must be an integer.", k);
-            c->bad = true;
-            return;
-        }
-        bool from = k[0] == 'f';
-        recquery *q = c->q;
-        /* keep the other bound as it is */
-        int rc = 0;
-        if (from)
-            rc = recquery_time_range(q, true, n, q->has_until, 0, &err);
-        else
-            rc = recquery_time_range(q, q->has_from, 0, true, n, &err);
-        if (rc)
-            snprintf(c->msg, sizeof c->msg, "Query parameter %.64s: %.200s", k, err.msg),
-                c->bad = true;
-    } else if (!strncmp(k, "eq.", 3)) {
-        /* a JSON scalar when it parses as one (1, 2.5, true, null, "x"), else text */
-        json_t *val = sjson_decode(v, strlen(v), NULL);
-        if (!val || json_is_object(val) || json_is_array(val)) {
-            json_decref(val);
-            val = json_string(v);
-        }
-        if (!val || recquery_where_equal(c->q, k + 3, val, &err)) {
-            snprintf(c->msg, sizeof c->msg, "Query parameter %.64s: %.200s", k,
-                     val ? err.msg : "not valid UTF-8");
-            c->bad = true;
-        }
-        json_decref(val);
-    } else {
-        snprintf(c->msg, sizeof c->msg,
-                 "Unknown query parameter '%.64s' (use after, limit, from_ms, until_ms, "
-                 "eq.FIELD).",
-                 k);
-        c->bad = true;
-    }
-}
-
 static int start_stream(http_req *req, bool with_query)
 {
     docstore *ds = store_for(req, false);
@@ -264,25 +211,10 @@ static int start_stream(http_req *req, bool with_query)
     if (!s)
         return http_reply_error(req, 503, "Out of memory.");
     recquery_init(&s->q);
-    if (with_query) {
-        parse_ctx c = {.q = &s->q};
-        http_query_each(req, parse_arg, &c);
-        /* the two bounds may come in either order: fix the stored ids */
-        if (!c.bad) {
-            const char *f = http_query(req, "from_ms"), *u = http_query(req, "until_ms");
-            long long fv = 0, uv = 0;
-            if (f)
-                parse_int(f, &fv);
-            if (u)
-                parse_int(u, &uv);
-            storh_err err;
-            if ((f || u) && recquery_time_range(&s->q, f != NULL, fv, u != NULL, uv, &err))
-                snprintf(c.msg, sizeof c.msg, "Time range: %.200s", err.msg), c.bad = true;
-        }
-        if (c.bad) {
-            list_free(s);
-            return http_reply_error(req, 400, "%s", c.msg);
-        }
+    char msg[300];
+    if (with_query && !reqparse_recquery(req, &s->q, msg, sizeof msg)) {
+        list_free(s);
+        return http_reply_error(req, 400, "%s", msg);
     }
     storh_err err;
     if (docstore_iter_open(ds, &s->q, &s->it, &err)) {
@@ -330,8 +262,7 @@ int h_docs_health(http_req *req)
 
 typedef struct bulk_state {
     docstore_stage *st;
-    buf line;
-    size_t lineno;
+    ndjson_lines lines;
     bool import;
 } bulk_state;
 
@@ -339,8 +270,29 @@ static void bulk_free(void *p)
 {
     bulk_state *b = p;
     docstore_stage_abort(b->st); /* no-op after a commit */
-    buf_free(&b->line);
+    ndjson_lines_free(&b->lines);
     free(b);
+}
+
+static int bulk_row(void *ctx, http_req *req, const char *p, size_t n, size_t lineno)
+{
+    bulk_state *b = ctx;
+    char id[UUID7_LEN + 1];
+    storh_err err;
+    int rc;
+    if (b->import) {
+        rc = docstore_stage_import_line(b->st, p, n, id, &err);
+    } else {
+        json_t *row = sjson_decode(p, n, &err);
+        rc = row ? docstore_stage_element(b->st, row, id, &err) : STORH_EINVAL;
+        json_decref(row);
+    }
+    if (rc) {
+        docstore_stage_abort(b->st);
+        b->st = NULL;
+        return http_fail(req, apierr_status(rc), "Line %zu: %s", lineno, err.msg);
+    }
+    return 0;
 }
 
 int h_docs_bulk_begin(http_req *req)
@@ -355,6 +307,7 @@ int h_docs_bulk_begin(http_req *req)
     if (!b)
         return http_fail(req, 503, "Out of memory.");
     b->import = mode && !strcmp(mode, "import");
+    ndjson_lines_init(&b->lines, http_service(req)->cfg.max_body, bulk_row, b);
     http_set_state(req, b, bulk_free);
     storh_err err;
     if (docstore_stage_begin(ds, &b->st, &err))
@@ -362,73 +315,13 @@ int h_docs_bulk_begin(http_req *req)
     return 0;
 }
 
-static int bulk_row(http_req *req, bulk_state *b, const char *p, size_t n)
-{
-    b->lineno++;
-    size_t i = 0;
-    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'))
-        i++;
-    if (i == n)
-        return 0;
-    char id[UUID7_LEN + 1];
-    storh_err err;
-    int rc;
-    if (b->import) {
-        rc = docstore_stage_import_line(b->st, p, n, id, &err);
-    } else {
-        json_t *row = sjson_decode(p, n, &err);
-        rc = row ? docstore_stage_element(b->st, row, id, &err) : STORH_EINVAL;
-        json_decref(row);
-    }
-    if (rc) {
-        docstore_stage_abort(b->st);
-        b->st = NULL;
-        return http_fail(req, apierr_status(rc), "Line %zu: %s", b->lineno, err.msg);
-    }
-    return 0;
-}
-
 int h_docs_bulk_body(http_req *req, const char *data, size_t len)
 {
     bulk_state *b = http_state(req);
-    size_t limit = http_service(req)->cfg.max_body;
-    if (!data) { /* end of body: a last line without '\n' is still a row */
-        int rc = b->line.len ? bulk_row(req, b, b->line.data, b->line.len) : 0;
-        buf_reset(&b->line);
-        return rc;
-    }
-    while (len) {
-        const char *nl = memchr(data, '\n', len);
-        size_t take = nl ? (size_t)(nl - data) : len;
-        if (b->line.len + take > limit) {
-            docstore_stage_abort(b->st);
-            b->st = NULL;
-            return http_fail(req, 413, "Line %zu is over the limit of %zu bytes.", b->lineno + 1,
-                             limit);
-        }
-        int rc = 0;
-        if (nl && b->line.len == 0) {
-            rc = bulk_row(req, b, data, take); /* the whole line is in this chunk */
-        } else {
-            buf_append(&b->line, data, take);
-            if (buf_failed(&b->line))
-                return http_fail(req, 503, "Out of memory.");
-            if (nl) {
-                rc = bulk_row(req, b, b->line.data, b->line.len);
-                buf_reset(&b->line);
-            }
-        }
-        if (rc)
-            return rc;
-        if (!nl)
-            break;
-        data = nl + 1;
-        len -= take + 1;
-    }
-    return 0;
+    return ndjson_lines_feed(&b->lines, req, data, len);
 }
 
-int h_docs_bulk_end(http_req *req)
+static int bulk_commit_work(http_req *req)
 {
     bulk_state *b = http_state(req);
     size_t written = 0, staged = docstore_stage_count(b->st);
@@ -441,5 +334,11 @@ int h_docs_bulk_end(http_req *req)
     json_t *out = json_pack("{sI}", "written", (json_int_t)written);
     http_reply_json(req, 200, out);
     json_decref(out);
+    return 0;
+}
+
+int h_docs_bulk_end(http_req *req)
+{
+    http_defer(req, bulk_commit_work);
     return 0;
 }

@@ -43,6 +43,8 @@ struct http_req {
     atomic_int refs; /* the connection, plus a streamed response */
     void *state;
     void (*state_free)(void *);
+    int (*deferred)(http_req *req); /* set by http_defer, run on the pool */
+    bool suspended, parked;
 };
 
 static uint64_t now_us(void)
@@ -216,6 +218,11 @@ int http_fail_storh(http_req *req, const storh_err *err)
     return http_fail(req, apierr_status(err->code), "%s", err->msg);
 }
 
+bool http_has_reply(http_req *req)
+{
+    return req->resp != NULL;
+}
+
 void http_header_add(http_req *req, const char *name, const char *value)
 {
     if (req->resp)
@@ -236,6 +243,61 @@ json_t *http_body_object(http_req *req)
         return NULL;
     }
     return v;
+}
+
+static enum MHD_Result send_reply(http_req *req);
+
+/* ---- work off the event loop ---- */
+
+void http_defer(http_req *req, int (*fn)(http_req *req))
+{
+    req->deferred = fn;
+}
+
+void http_park(http_req *req)
+{
+    req->parked = true;
+}
+
+void http_complete(http_req *req)
+{
+    MHD_resume_connection(req->conn);
+}
+
+static void run_deferred(void *p)
+{
+    http_req *req = p;
+    int (*fn)(http_req *) = req->deferred;
+    req->deferred = NULL;
+    req->parked = false;
+    fn(req);
+    if (!req->parked) {
+        if (!req->resp)
+            http_reply_error(req, 500, "The handler produced no response.");
+        http_complete(req);
+    }
+}
+
+void http_requeue(http_req *req, int (*fn)(http_req *req))
+{
+    req->deferred = fn;
+    if (workpool_submit(req->svc->pool, run_deferred, req) != 0) {
+        http_reply_error(req, 503, "Out of memory.");
+        http_complete(req);
+    }
+}
+
+/* After the handler: either queue the reply now, or suspend and let the
+ * pool produce it. */
+static enum MHD_Result finish(http_req *req)
+{
+    if (req->deferred && !req->failed) {
+        MHD_suspend_connection(req->conn);
+        req->suspended = true;
+        http_requeue(req, req->deferred);
+        return MHD_YES;
+    }
+    return send_reply(req);
 }
 
 /* ---- streamed responses ---- */
@@ -380,7 +442,7 @@ static void reply_failure(http_req *req)
         http_header_add(req, MHD_HTTP_HEADER_ALLOW, req->m.allow);
 }
 
-static enum MHD_Result queue(http_req *req)
+static enum MHD_Result send_reply(http_req *req)
 {
     if (req->failed)
         reply_failure(req);
@@ -412,8 +474,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         if (!req->url)
             return MHD_NO;
         if (!req_begin(req))
-            return queue(req); /* nothing of the body is read */
+            return send_reply(req); /* nothing of the body is read */
         return MHD_YES;
+    }
+    if (req->suspended) { /* resumed: the pool has replied */
+        req->suspended = false;
+        return send_reply(req);
     }
     if (*upload_size) {
         size_t n = *upload_size;
@@ -438,7 +504,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         req->route->on_body(req, NULL, 0); /* end of body */
     if (!req->failed)
         req->route->handler(req);
-    return queue(req);
+    return finish(req);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -482,7 +548,7 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     socklen_t slen;
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
     if (inet_pton(AF_INET, svc->cfg.listen_host, &a4->sin_addr) == 1) {

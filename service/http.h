@@ -57,6 +57,19 @@ int http_reply_storh(http_req *req, const storh_err *err);
 typedef int (*http_fill_fn)(void *state, buf *out, size_t max);
 int http_reply_stream(http_req *req, int status, const char *ctype, http_fill_fn fill, void *state,
                       void (*free_fn)(void *));
+/* Runs fn(req) on the worker pool after the handler returns; the
+ * connection is suspended meanwhile and resumed once fn has replied. Use it
+ * for every engine call that may block (fsync). Request state (params, body,
+ * http_state) stays valid. */
+void http_defer(http_req *req, int (*fn)(http_req *req));
+/* From a deferred fn: keep the connection suspended after fn returns; some
+ * thread calls http_complete(req) once it has replied (long polls). */
+void http_park(http_req *req);
+void http_complete(http_req *req);
+/* Runs fn(req) on the pool again (for a parked request). */
+void http_requeue(http_req *req, int (*fn)(http_req *req));
+/* Whether a reply has been made. */
+bool http_has_reply(http_req *req);
 /* Adds a header to the reply made last. */
 void http_header_add(http_req *req, const char *name, const char *value);
 /* From a body callback: remember an error, discard the rest of the body and

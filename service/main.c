@@ -9,9 +9,30 @@
 #include "accesslog.h"
 #include "fsx.h"
 #include "http.h"
+#include "longpoll.h"
 #include "metrics.h"
 #include "routes.h"
 #include "service.h"
+
+static void queue_depth(void *ctx, const char *name, queue *q)
+{
+    buf *out = ctx;
+    json_t *c;
+    if (queue_counts(q, &c, NULL))
+        return;
+    static const char *const states[] = {"pending", "processing", "done"};
+    for (int i = 0; i < 3; i++)
+        buf_printf(out, "storhd_queue_jobs{queue=\"%s\",state=\"%s\"} %lld\n", name, states[i],
+                   (long long)json_integer_value(json_object_get(c, states[i])));
+    json_decref(c);
+}
+
+static void render_queues(buf *out, void *ctx)
+{
+    buf_appends(out, "# HELP storhd_queue_jobs Jobs by queue and state.\n"
+                     "# TYPE storhd_queue_jobs gauge\n");
+    registry_each_queue(ctx, queue_depth, out);
+}
 
 int main(int argc, char **argv)
 {
@@ -38,10 +59,13 @@ int main(int argc, char **argv)
     }
     svc.routes = routes_table(&svc.nroutes);
     svc.reg = registry_new(svc.cfg.root);
-    if (!svc.reg || metrics_init(svc.routes, svc.nroutes) != 0) {
+    svc.pool = workpool_new(svc.cfg.workers);
+    if (!svc.reg || !svc.pool || metrics_init(svc.routes, svc.nroutes) != 0 ||
+        longpoll_start() != 0) {
         fprintf(stderr, "storhd: out of memory\n");
         return 1;
     }
+    metrics_set_extra(render_queues, svc.reg);
     /* signals are taken by sigwait below; worker threads inherit the mask */
     sigset_t set;
     sigemptyset(&set);
@@ -54,20 +78,27 @@ int main(int argc, char **argv)
     char msg[256];
     if (http_start(&svc, &srv, msg, sizeof msg)) {
         fprintf(stderr, "storhd: %s\n", msg);
+        longpoll_stop();
+        workpool_free(svc.pool);
         registry_free(svc.reg);
         metrics_free();
         config_free(&svc.cfg);
         return 1;
     }
     accesslog_event("listening",
-                    json_pack("{sssisssiss}", "host", svc.cfg.listen_host, "port", http_port(srv),
-                              "root", svc.cfg.root, "threads", svc.cfg.threads, "auth",
+                    json_pack("{sssisssisiss}", "host", svc.cfg.listen_host, "port", http_port(srv),
+                              "root", svc.cfg.root, "threads", svc.cfg.threads, "workers",
+                              svc.cfg.workers, "auth",
                               loopback ? "none: no JWT key configured, serving on loopback only"
                                        : "none: --insecure-no-auth"));
     int sig = 0;
     sigwait(&set, &sig);
     accesslog_event("stopping", json_pack("{si}", "signal", sig));
+    /* parked long polls answer, queued writes finish, then the server stops */
+    longpoll_stop();
+    workpool_shutdown(svc.pool);
     http_stop(srv);
+    workpool_free(svc.pool);
     registry_free(svc.reg);
     metrics_free();
     config_free(&svc.cfg);

@@ -30,6 +30,14 @@ static const route *routes;
 static size_t nroutes;
 static route_stats *stats; /* nroutes + 1 */
 static time_t started;
+static void (*extra_fn)(buf *, void *);
+static void *extra_ctx;
+
+void metrics_set_extra(void (*fn)(buf *out, void *ctx), void *ctx)
+{
+    extra_fn = fn;
+    extra_ctx = ctx;
+}
 
 int metrics_init(const route *table, size_t n_routes)
 {
@@ -174,4 +182,6 @@ void metrics_render(buf *out)
                "# HELP process_start_time_seconds Start time since the epoch.\n"
                "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %lld\n",
                cpu, rss_bytes(), open_fds(), (long long)started);
+    if (extra_fn)
+        extra_fn(out, extra_ctx);
 }

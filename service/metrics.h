@@ -16,6 +16,8 @@ int metrics_init(const route *table, size_t n_routes);
 void metrics_free(void);
 void metrics_observe(int route_index, int status, uint64_t usec, uint64_t bytes_in,
                      uint64_t bytes_out);
+/* An extra section rendered at the end of every scrape (engine gauges). */
+void metrics_set_extra(void (*fn)(buf *out, void *ctx), void *ctx);
 /* Appends the whole exposition (text format 0.0.4) to out. */
 void metrics_render(buf *out);
 

@@ -1,6 +1,8 @@
 #include "registry.h"
 
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,9 +10,13 @@
 
 #define REGISTRY_BUCKETS 1024
 
+enum { KIND_DOC, KIND_LOG, KIND_QUEUE };
+
 typedef struct entry {
+    char *key; /* kind letter + ':' + name or directory */
     char *name;
-    docstore *ds;
+    int kind;
+    void *h;
     struct entry *next;
 } entry;
 
@@ -31,6 +37,16 @@ registry *registry_new(const char *root)
     return r;
 }
 
+static void close_handle(entry *e)
+{
+    if (e->kind == KIND_DOC)
+        docstore_close(e->h);
+    else if (e->kind == KIND_LOG)
+        seglog_close(e->h);
+    else
+        queue_close(e->h);
+}
+
 void registry_free(registry *r)
 {
     if (!r)
@@ -39,7 +55,8 @@ void registry_free(registry *r)
         entry *e = r->buckets[i];
         while (e) {
             entry *next = e->next;
-            docstore_close(e->ds);
+            close_handle(e);
+            free(e->key);
             free(e->name);
             free(e);
             e = next;
@@ -50,45 +67,109 @@ void registry_free(registry *r)
     free(r);
 }
 
-static entry *lookup(registry *r, size_t b, const char *name)
+static entry *lookup(registry *r, size_t b, const char *key)
 {
     for (entry *e = r->buckets[b]; e; e = e->next)
-        if (!strcmp(e->name, name))
+        if (!strcmp(e->key, key))
             return e;
     return NULL;
 }
 
-int registry_docstore(registry *r, const char *name, docstore **out, storh_err *err)
+typedef int (*open_fn)(registry *r, const char *name, const void *opts, bool create, void **h,
+                       storh_err *err);
+
+static int get(registry *r, int kind, const char *key, const char *name, const void *opts,
+               bool create, open_fn open, void **out, storh_err *err)
 {
-    size_t b = XXH32(name, strlen(name), 0) % REGISTRY_BUCKETS;
+    size_t b = XXH32(key, strlen(key), 0) % REGISTRY_BUCKETS;
     pthread_rwlock_rdlock(&r->mu);
-    entry *e = lookup(r, b, name);
+    entry *e = lookup(r, b, key);
     pthread_rwlock_unlock(&r->mu);
     if (e) {
-        *out = e->ds;
+        *out = e->h;
         return 0;
     }
     pthread_rwlock_wrlock(&r->mu);
     int rc = 0;
-    if (!(e = lookup(r, b, name))) {
-        docstore *ds;
-        rc = docstore_open(r->root, name, &ds, err);
+    if (!(e = lookup(r, b, key))) {
+        void *h;
+        rc = open(r, name, opts, create, &h, err);
         if (!rc) {
             e = calloc(1, sizeof *e);
-            if (!e || !(e->name = strdup(name))) {
+            if (!e || !(e->key = strdup(key)) || !(e->name = strdup(name))) {
+                if (e)
+                    free(e->key);
                 free(e);
                 e = NULL;
-                docstore_close(ds);
+                entry tmp = {.kind = kind, .h = h};
+                close_handle(&tmp);
                 rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
             } else {
-                e->ds = ds;
+                e->kind = kind;
+                e->h = h;
                 e->next = r->buckets[b];
                 r->buckets[b] = e;
             }
         }
     }
     if (e)
-        *out = e->ds;
+        *out = e->h;
     pthread_rwlock_unlock(&r->mu);
     return rc;
+}
+
+static int open_doc(registry *r, const char *name, const void *opts, bool create, void **h,
+                    storh_err *err)
+{
+    (void)opts;
+    (void)create;
+    return docstore_open(r->root, name, (docstore **)h, err);
+}
+
+static int open_log(registry *r, const char *name, const void *opts, bool create, void **h,
+                    storh_err *err)
+{
+    return seglog_open(r->root, name, opts, create, (seglog **)h, err);
+}
+
+static int open_queue(registry *r, const char *name, const void *opts, bool create, void **h,
+                      storh_err *err)
+{
+    (void)opts;
+    return queue_open(r->root, name, create, (queue **)h, err);
+}
+
+int registry_docstore(registry *r, const char *name, docstore **out, storh_err *err)
+{
+    char key[80];
+    snprintf(key, sizeof key, "d:%s", name);
+    return get(r, KIND_DOC, key, name, NULL, true, open_doc, (void **)out, err);
+}
+
+int registry_seglog(registry *r, const char *name, const seglog_opts *o, bool create, seglog **out,
+                    storh_err *err)
+{
+    char dir[PATH_MAX], key[PATH_MAX + 4];
+    int rc = seglog_dir(r->root, name, o, dir, err); /* partitions get one handle each */
+    if (rc)
+        return rc;
+    snprintf(key, sizeof key, "l:%s", dir);
+    return get(r, KIND_LOG, key, name, o, create, open_log, (void **)out, err);
+}
+
+int registry_queue(registry *r, const char *name, bool create, queue **out, storh_err *err)
+{
+    char key[80];
+    snprintf(key, sizeof key, "q:%s", name);
+    return get(r, KIND_QUEUE, key, name, NULL, create, open_queue, (void **)out, err);
+}
+
+void registry_each_queue(registry *r, void (*fn)(void *ctx, const char *name, queue *q), void *ctx)
+{
+    pthread_rwlock_rdlock(&r->mu);
+    for (size_t i = 0; i < REGISTRY_BUCKETS; i++)
+        for (entry *e = r->buckets[i]; e; e = e->next)
+            if (e->kind == KIND_QUEUE)
+                fn(ctx, e->name, e->h);
+    pthread_rwlock_unlock(&r->mu);
 }

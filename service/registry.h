@@ -1,18 +1,28 @@
-/* registry: the engine handles storhd has opened, one per collection name,
- * shared by all worker threads for the life of the process. Opening is lazy
- * and creates nothing on disk (an engine creates its directory on its first
- * write). Names must be validated (route_valid_name) before they get here. */
+/* registry: the engine handles storhd has opened (docstores, logs, queues),
+ * one per collection directory, shared by all threads for the life of the
+ * process. Opening a docstore creates nothing on disk; logs and queues are
+ * created only when asked to (create), so reads of a missing one are 404.
+ * Names must be validated (route_valid_name) before they get here. */
 #ifndef STORHD_REGISTRY_H
 #define STORHD_REGISTRY_H
 
+#include <stdbool.h>
+
 #include "docstore.h"
+#include "queue.h"
+#include "seglog.h"
 #include "storh_err.h"
 
 typedef struct registry registry;
 
 registry *registry_new(const char *root);
 void registry_free(registry *r);
-/* The docstore for name; owned by the registry (do not close). */
+/* Handles are owned by the registry (do not close them). */
 int registry_docstore(registry *r, const char *name, docstore **out, storh_err *err);
+int registry_seglog(registry *r, const char *name, const seglog_opts *o, bool create, seglog **out,
+                    storh_err *err);
+int registry_queue(registry *r, const char *name, bool create, queue **out, storh_err *err);
+/* Calls fn for every open queue (for the queue depth metrics). */
+void registry_each_queue(registry *r, void (*fn)(void *ctx, const char *name, queue *q), void *ctx);
 
 #endif

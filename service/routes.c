@@ -5,9 +5,13 @@
 #include <string.h>
 
 #include "h_docs.h"
+#include "h_logs.h"
+#include "h_queues.h"
 #include "h_system.h"
 
 #define DOCS "/v1/docs/{collection}"
+#define LOGS "/v1/logs/{stream}"
+#define QUEUES "/v1/queues/{queue}"
 
 static const route table[] = {
     {"GET", "/healthz", h_healthz, NULL, NULL, ROUTE_BODY_NONE, NULL, "Process is alive."},
@@ -40,6 +44,46 @@ static const route table[] = {
      "Write a record under an explicit id (200 replaced, 201 new)."},
     {"DELETE", DOCS "/{id}", h_docs_delete, NULL, NULL, ROUTE_BODY_NONE, "docs:write",
      "Delete a record (204, 404 when absent)."},
+
+    {"POST", LOGS, h_logs_append, NULL, NULL, ROUTE_BODY_JSON, "logs:write",
+     "Append one record (201 {id,data}); durable on return, fsyncs shared."},
+    {"GET", LOGS, h_logs_list, NULL, NULL, ROUTE_BODY_NONE, "logs:read",
+     "Stream live records in log order as NDJSON (after, limit, from_ms, until_ms, eq.FIELD)."},
+    {"POST", LOGS "/_bulk", h_logs_bulk_end, h_logs_bulk_begin, h_logs_bulk_body, ROUTE_BODY_NDJSON,
+     "logs:write", "Append NDJSON rows; all or nothing, one fsync."},
+    {"POST", LOGS "/_compact", h_logs_compact, NULL, NULL, ROUTE_BODY_NONE, "logs:admin",
+     "Compact sealed segments (drops superseded versions and tombstones)."},
+    {"POST", LOGS "/_retain", h_logs_retain, NULL, NULL, ROUTE_BODY_JSON, "logs:admin",
+     "Delete records older than {older_than_days} (or older_than_ms), then compact."},
+    {"GET", LOGS "/_stats", h_logs_stats, NULL, NULL, ROUTE_BODY_NONE, "logs:read",
+     "segments, records, deleted, bytes."},
+    {"GET", LOGS "/_verify", h_logs_verify, NULL, NULL, ROUTE_BODY_NONE, "logs:read",
+     "Bad lines, state drift: {ok, errors, stats}."},
+    {"POST", LOGS "/_repair", h_logs_repair, NULL, NULL, ROUTE_BODY_NONE, "logs:admin",
+     "Quarantine bad lines to .storh/corrupt/ and recover."},
+    {"GET", LOGS "/{id}", h_logs_get, NULL, NULL, ROUTE_BODY_NONE, "logs:read",
+     "Read one live record."},
+    {"DELETE", LOGS "/{id}", h_logs_delete, NULL, NULL, ROUTE_BODY_NONE, "logs:write",
+     "Append a tombstone (204; 404 when not live)."},
+
+    {"POST", QUEUES "/jobs", h_queues_enqueue, NULL, NULL, ROUTE_BODY_JSON, "queues:write",
+     "Enqueue one job (object) or many (array) -> 201 {ids}."},
+    {"POST", QUEUES "/claim", h_queues_claim, NULL, NULL, ROUTE_BODY_NONE, "queues:write",
+     "Claim up to limit jobs (200 {jobs}, 204 none); wait_ms long-polls."},
+    {"POST", QUEUES "/jobs/{id}/complete", h_queues_complete_one, NULL, NULL, ROUTE_BODY_NONE,
+     "queues:write", "Complete one processing job (?keep_done=true|false)."},
+    {"POST", QUEUES "/complete", h_queues_complete_many, NULL, NULL, ROUTE_BODY_JSON,
+     "queues:write", "Complete {ids:[...]} (?keep_done)."},
+    {"POST", QUEUES "/requeue", h_queues_requeue, NULL, NULL, ROUTE_BODY_JSON_OPT, "queues:write",
+     "Requeue jobs processing for at least {timeout_seconds}."},
+    {"POST", QUEUES "/purge", h_queues_purge, NULL, NULL, ROUTE_BODY_JSON_OPT, "queues:write",
+     "Purge done jobs older than {older_than_seconds} (0: all)."},
+    {"GET", QUEUES, h_queues_stats, NULL, NULL, ROUTE_BODY_NONE, "queues:read",
+     "pending, processing, done, bytes."},
+    {"GET", QUEUES "/_verify", h_queues_verify, NULL, NULL, ROUTE_BODY_NONE, "queues:read",
+     "Bad lines, state drift: {ok, errors, stats}."},
+    {"POST", QUEUES "/_repair", h_queues_repair, NULL, NULL, ROUTE_BODY_NONE, "queues:admin",
+     "Quarantine bad lines, requeue jobs processing > timeout_seconds (3600)."},
 };
 
 const route *routes_table(size_t *n)

@@ -8,12 +8,14 @@
 #include "config.h"
 #include "registry.h"
 #include "route.h"
+#include "workpool.h"
 
 typedef struct service {
     config cfg;
     const route *routes;
     size_t nroutes;
     registry *reg;
+    workpool *pool; /* blocking engine calls run here (http_defer) */
 } service;
 
 #endif

@@ -42,6 +42,16 @@ int test_failures;
         }                                                                                          \
     } while (0)
 
+#define CHECK_PREFIX(a, prefix)                                                                    \
+    do {                                                                                           \
+        const char *a_ = (a), *p_ = (prefix);                                                      \
+        if (!a_ || strncmp(a_, p_, strlen(p_)) != 0) {                                             \
+            fprintf(stderr, "%s:%d: CHECK_PREFIX failed: %s\n  got:  %.200s\n  want: %s...\n",     \
+                    __FILE__, __LINE__, #a, a_ ? a_ : "(null)", p_);                               \
+            test_failures++;                                                                       \
+        }                                                                                          \
+    } while (0)
+
 typedef struct test_case {
     const char *name;
     void (*fn)(void);

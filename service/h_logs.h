@@ -1,0 +1,25 @@
+/* h_logs: the /v1/logs handlers over the segmented log: append (one or
+ * NDJSON bulk), get, delete, filtered NDJSON streams across partitions, and
+ * compact / retain / stats / verify / repair. Writes run on the worker pool
+ * and share fsyncs. */
+#ifndef STORHD_H_LOGS_H
+#define STORHD_H_LOGS_H
+
+#include <stddef.h>
+
+typedef struct http_req http_req;
+
+int h_logs_append(http_req *req);
+int h_logs_get(http_req *req);
+int h_logs_delete(http_req *req);
+int h_logs_list(http_req *req);
+int h_logs_compact(http_req *req);
+int h_logs_retain(http_req *req);
+int h_logs_stats(http_req *req);
+int h_logs_verify(http_req *req);
+int h_logs_repair(http_req *req);
+int h_logs_bulk_begin(http_req *req);
+int h_logs_bulk_body(http_req *req, const char *data, size_t len);
+int h_logs_bulk_end(http_req *req);
+
+#endif

@@ -1,0 +1,272 @@
+#include "h_queues.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "longpoll.h"
+#include "queue.h"
+#include "reqparse.h"
+#include "sjson.h"
+
+#define CLAIM_MAX 1000
+#define WAIT_MAX_MS 60000
+
+static queue *queue_for(http_req *req, bool create, bool quiet_missing)
+{
+    queue *q = NULL;
+    storh_err err;
+    if (registry_queue(http_service(req)->reg, http_param(req, "queue"), create, &q, &err)) {
+        if (!(quiet_missing && err.code == STORH_ENOTFOUND))
+            http_reply_storh(req, &err);
+        return NULL;
+    }
+    return q;
+}
+
+static int reply_obj(http_req *req, int status, json_t *o)
+{
+    http_reply_json(req, status, o);
+    json_decref(o);
+    return 0;
+}
+
+static int enqueue_work(http_req *req)
+{
+    storh_err err;
+    const buf *b = http_body(req);
+    json_t *body = sjson_decode(b->data ? b->data : "", b->len, &err);
+    if (!body)
+        return http_reply_error(req, 400, "Request body: %s", err.msg);
+    json_t *jobs = body;
+    if (json_is_object(body)) { /* one job */
+        jobs = json_array();
+        json_array_append(jobs, body);
+        json_decref(body);
+    } else if (!json_is_array(body)) {
+        json_decref(body);
+        return http_reply_error(req, 400, "Request body must be a job object or an array.");
+    }
+    queue *q = queue_for(req, true, false);
+    if (!q) {
+        json_decref(jobs);
+        return 0;
+    }
+    json_t *ids;
+    int rc = queue_enqueue_many(q, jobs, &ids, &err);
+    json_decref(jobs);
+    if (rc)
+        return http_reply_storh(req, &err);
+    longpoll_kick(http_param(req, "queue"));
+    return reply_obj(req, 201, json_pack("{so}", "ids", ids));
+}
+
+int h_queues_enqueue(http_req *req)
+{
+    http_defer(req, enqueue_work);
+    return 0;
+}
+
+typedef struct claim_state {
+    size_t limit;
+    uint64_t deadline; /* 0: no waiting */
+} claim_state;
+
+static int claim_work(http_req *req)
+{
+    claim_state *c = http_state(req);
+    const char *name = http_param(req, "queue");
+    uint64_t seen = longpoll_generation(name);
+    json_t *jobs = NULL;
+    queue *q = queue_for(req, false, true);
+    if (!q && http_has_reply(req))
+        return 0;
+    if (q) {
+        storh_err err;
+        if (queue_claim(q, c->limit, &jobs, &err))
+            return http_reply_storh(req, &err);
+    }
+    if (jobs && json_array_size(jobs) > 0)
+        return reply_obj(req, 200, json_pack("{so}", "jobs", jobs));
+    json_decref(jobs);
+    if (c->deadline && longpoll_now_us() < c->deadline &&
+        longpoll_park(name, req, c->deadline, claim_work, seen))
+        return 0;
+    return http_reply_empty(req, 204);
+}
+
+int h_queues_claim(http_req *req)
+{
+    long long limit, wait;
+    char msg[160];
+    if (!reqparse_int(req, "limit", 1, 1, CLAIM_MAX, &limit, msg, sizeof msg) ||
+        !reqparse_int(req, "wait_ms", 0, 0, WAIT_MAX_MS, &wait, msg, sizeof msg))
+        return http_reply_error(req, 400, "%s", msg);
+    claim_state *c = calloc(1, sizeof *c);
+    if (!c)
+        return http_reply_error(req, 503, "Out of memory.");
+    c->limit = (size_t)limit;
+    c->deadline = wait ? longpoll_now_us() + (uint64_t)wait * 1000 : 0;
+    http_set_state(req, c, free);
+    http_defer(req, claim_work);
+    return 0;
+}
+
+static int complete_ids(http_req *req, json_t *ids)
+{
+    bool keep;
+    char msg[160];
+    if (!reqparse_bool(req, "keep_done", true, &keep, msg, sizeof msg))
+        return http_reply_error(req, 400, "%s", msg);
+    queue *q = queue_for(req, false, false);
+    if (!q)
+        return 0;
+    size_t n;
+    storh_err err;
+    if (queue_complete_many(q, ids, keep, &n, &err))
+        return http_reply_storh(req, &err);
+    return reply_obj(req, 200, json_pack("{sI}", "completed", (json_int_t)n));
+}
+
+static int complete_one_work(http_req *req)
+{
+    json_t *ids = json_pack("[s]", http_param(req, "id"));
+    complete_ids(req, ids);
+    json_decref(ids);
+    return 0;
+}
+
+int h_queues_complete_one(http_req *req)
+{
+    http_defer(req, complete_one_work);
+    return 0;
+}
+
+static int complete_many_work(http_req *req)
+{
+    json_t *body = http_body_object(req);
+    if (!body)
+        return 0;
+    json_t *ids = json_object_get(body, "ids");
+    if (!json_is_array(ids))
+        http_reply_error(req, 400, "Body: ids must be an array of job ids.");
+    else
+        complete_ids(req, ids);
+    json_decref(body);
+    return 0;
+}
+
+int h_queues_complete_many(http_req *req)
+{
+    http_defer(req, complete_many_work);
+    return 0;
+}
+
+/* requeue {"timeout_seconds":N} and purge {"older_than_seconds":N} */
+static int age_work(http_req *req, const char *field, const char *result,
+                    int (*fn)(queue *, int64_t, size_t *, storh_err *))
+{
+    json_t *body = NULL;
+    const buf *b = http_body(req);
+    int64_t secs = 0;
+    if (b->len) {
+        if (!(body = http_body_object(req)))
+            return 0;
+        json_t *v = json_object_get(body, field);
+        if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {
+            json_decref(body);
+            return http_reply_error(req, 400, "Body: %s must be an integer >= 0.", field);
+        }
+        secs = v ? json_integer_value(v) : 0;
+        json_decref(body);
+    }
+    queue *q = queue_for(req, false, false);
+    if (!q)
+        return 0;
+    size_t n;
+    storh_err err;
+    if (fn(q, secs, &n, &err))
+        return http_reply_storh(req, &err);
+    return reply_obj(req, 200, json_pack("{sI}", result, (json_int_t)n));
+}
+
+static int requeue_work(http_req *req)
+{
+    return age_work(req, "timeout_seconds", "requeued", queue_requeue_timed_out);
+}
+
+int h_queues_requeue(http_req *req)
+{
+    http_defer(req, requeue_work);
+    return 0;
+}
+
+static int purge_work(http_req *req)
+{
+    return age_work(req, "older_than_seconds", "purged", queue_purge_done);
+}
+
+int h_queues_purge(http_req *req)
+{
+    http_defer(req, purge_work);
+    return 0;
+}
+
+static int stats_work(http_req *req)
+{
+    queue *q = queue_for(req, false, false);
+    if (!q)
+        return 0;
+    json_t *out;
+    storh_err err;
+    if (queue_stats(q, &out, &err))
+        return http_reply_storh(req, &err);
+    return reply_obj(req, 200, out);
+}
+
+int h_queues_stats(http_req *req)
+{
+    http_defer(req, stats_work);
+    return 0;
+}
+
+static int verify_work(http_req *req)
+{
+    queue *q = queue_for(req, false, false);
+    if (!q)
+        return 0;
+    json_t *out;
+    storh_err err;
+    if (queue_verify(q, &out, &err))
+        return http_reply_storh(req, &err);
+    return reply_obj(req, 200, out);
+}
+
+int h_queues_verify(http_req *req)
+{
+    http_defer(req, verify_work);
+    return 0;
+}
+
+static int repair_work(http_req *req)
+{
+    long long timeout;
+    char msg[160];
+    if (!reqparse_int(req, "timeout_seconds", 3600, 0, INT32_MAX, &timeout, msg, sizeof msg))
+        return http_reply_error(req, 400, "%s", msg);
+    queue *q = queue_for(req, false, false);
+    if (!q)
+        return 0;
+    json_t *out;
+    storh_err err;
+    if (queue_repair(q, timeout, &out, &err))
+        return http_reply_storh(req, &err);
+    return reply_obj(req, 200, out);
+}
+
+int h_queues_repair(http_req *req)
+{
+    http_defer(req, repair_work);
+    return 0;
+}

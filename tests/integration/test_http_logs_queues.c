@@ -1,0 +1,333 @@
+/* The /v1/logs and /v1/queues routes over real HTTP against storhd. */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "../support/client.h"
+#include "../support/daemon.h"
+#include "../support/snapshot.h"
+#include "../test.h"
+#include "buf.h"
+
+static daemon_proc d;
+
+static client_resp req(const char *method, const char *path, const char *ctype, const char *body)
+{
+    client_resp r;
+    client_do(d.base, method, path, ctype, body, body ? strlen(body) : 0, NULL, 0, &r);
+    return r;
+}
+
+static json_t *body_of(const client_resp *r)
+{
+    return json_loadb(r->body, r->len, 0, NULL);
+}
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; (s = strchr(s, '\n')); s++)
+        n++;
+    return n;
+}
+
+static long long metric(const char *name)
+{
+    client_resp r = req("GET", "/metrics", NULL, NULL);
+    const char *p = strstr(r.body, name);
+    long long v = p ? atoll(p + strlen(name)) : -1;
+    client_free(&r);
+    return v;
+}
+
+TEST(log_append_get_delete_stream)
+{
+    client_resp r =
+        req("POST", "/v1/logs/events", "application/json", "{\"type\":\"a\",\"n\":1.0}");
+    CHECK_INT(r.status, 201);
+    json_t *v = body_of(&r);
+    char id[40];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(v, "id")));
+    json_decref(v);
+    client_free(&r);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/logs/events/%s", id);
+    r = req("GET", path, NULL, NULL);
+    CHECK_INT(r.status, 200);
+    char want[160];
+    snprintf(want, sizeof want, "{\"id\":\"%s\",\"data\":{\"type\":\"a\",\"n\":1.0}}", id);
+    CHECK_STR(r.body, want);
+    client_free(&r);
+    for (int i = 0; i < 5; i++) {
+        char b[64];
+        snprintf(b, sizeof b, "{\"type\":\"%s\",\"i\":%d}", i % 2 ? "b" : "a", i);
+        r = req("POST", "/v1/logs/events", "application/json", b);
+        CHECK_INT(r.status, 201);
+        client_free(&r);
+    }
+    r = req("GET", "/v1/logs/events?eq.type=a", NULL, NULL);
+    CHECK_INT(lines(r.body), 4);
+    CHECK(strncmp(r.body, want, strlen(want)) == 0); /* log order: the first append first */
+    client_free(&r);
+    r = req("GET", "/v1/logs/events?limit=2", NULL, NULL);
+    CHECK_INT(lines(r.body), 2);
+    client_free(&r);
+    r = req("DELETE", path, NULL, NULL);
+    CHECK_INT(r.status, 204);
+    client_free(&r);
+    r = req("DELETE", path, NULL, NULL);
+    CHECK_INT(r.status, 404);
+    client_free(&r);
+    r = req("GET", path, NULL, NULL);
+    CHECK_INT(r.status, 404);
+    client_free(&r);
+    r = req("GET", "/v1/logs/events/_stats", NULL, NULL);
+    /* 6 puts and a delete; bytes are the segment file's size */
+    CHECK_PREFIX(r.body, "{\"segments\":1,\"records\":5,\"deleted\":1,\"bytes\":");
+    client_free(&r);
+    r = req("GET", "/v1/logs/nosuch", NULL, NULL);
+    CHECK_INT(r.status, 404);
+    client_free(&r);
+    r = req("POST", "/v1/logs/events/_compact", NULL, NULL);
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+    r = req("GET", "/v1/logs/events/_verify", NULL, NULL);
+    CHECK_PREFIX(r.body, "{\"ok\":true,\"errors\":[]");
+    client_free(&r);
+    r = req("POST", "/v1/logs/events/_retain", "application/json", "{\"older_than_days\":0}");
+    CHECK_INT(r.status, 400);
+    client_free(&r);
+    r = req("POST", "/v1/logs/events/_retain", "application/json", "{\"older_than_days\":1}");
+    CHECK_INT(r.status, 200);
+    CHECK_PREFIX(r.body, "{\"deleted\":0,"); /* everything is from today */
+    client_free(&r);
+}
+
+TEST(log_bulk_is_all_or_nothing)
+{
+    client_resp r = req("POST", "/v1/logs/bulk", "application/json", "{\"seed\":1}");
+    client_free(&r);
+    char *before = snapshot_tree(d.root);
+    r = req("POST", "/v1/logs/bulk/_bulk", "application/x-ndjson", "{\"a\":1}\n{\"b\":2}\nnope\n");
+    CHECK_INT(r.status, 400);
+    CHECK(strstr(r.body, "Line 3") != NULL);
+    client_free(&r);
+    char *after = snapshot_tree(d.root);
+    CHECK_STR(after, before);
+    free(before);
+    free(after);
+    buf body = BUF_INIT;
+    for (int i = 0; i < 2000; i++)
+        buf_printf(&body, "{\"i\":%d}\n", i);
+    client_do(d.base, "POST", "/v1/logs/bulk/_bulk", "application/x-ndjson", body.data, body.len,
+              NULL, 1000, &r);
+    CHECK_STR(r.body, "{\"written\":2000}");
+    client_free(&r);
+    buf_free(&body);
+    r = req("GET", "/v1/logs/bulk", NULL, NULL);
+    CHECK_INT(lines(r.body), 2001);
+    client_free(&r);
+}
+
+typedef struct appender {
+    int n, ok;
+} appender;
+
+static void *append_many(void *p)
+{
+    appender *a = p;
+    for (int i = 0; i < a->n; i++) {
+        client_resp r = req("POST", "/v1/logs/shared", "application/json", "{\"x\":1}");
+        if (r.status == 201)
+            a->ok++;
+        client_free(&r);
+    }
+    return NULL;
+}
+
+TEST(concurrent_appends_all_land)
+{
+    enum { T = 8, N = 40 };
+    long long fsyncs0 = metric("storhd_engine_operations_total{op=\"fsync_file\"} ");
+    pthread_t th[T];
+    appender a[T];
+    for (int i = 0; i < T; i++) {
+        a[i] = (appender){N, 0};
+        pthread_create(&th[i], NULL, append_many, &a[i]);
+    }
+    int ok = 0;
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        ok += a[i].ok;
+    }
+    CHECK_INT(ok, T * N);
+    client_resp r = req("GET", "/v1/logs/shared/_stats", NULL, NULL);
+    json_t *v = body_of(&r);
+    CHECK_INT(json_integer_value(json_object_get(v, "records")), T * N);
+    json_decref(v);
+    client_free(&r);
+    long long fsyncs = metric("storhd_engine_operations_total{op=\"fsync_file\"} ") - fsyncs0;
+    CHECK(fsyncs > 0 && fsyncs <= T * N);
+    printf("%d acknowledged appends took %lld fsyncs\n", T * N, fsyncs);
+}
+
+TEST(queue_flow)
+{
+    client_resp r = req("POST", "/v1/queues/work/jobs", "application/json",
+                        "[{\"to\":\"a\"},{\"to\":\"b\"},{\"to\":\"c\"}]");
+    CHECK_INT(r.status, 201);
+    json_t *v = body_of(&r);
+    CHECK_INT(json_array_size(json_object_get(v, "ids")), 3);
+    char first[40];
+    snprintf(first, sizeof first, "%s",
+             json_string_value(json_array_get(json_object_get(v, "ids"), 0)));
+    json_decref(v);
+    client_free(&r);
+    r = req("POST", "/v1/queues/work/claim?limit=2", NULL, NULL);
+    CHECK_INT(r.status, 200);
+    v = body_of(&r);
+    json_t *jobs = json_object_get(v, "jobs");
+    CHECK_INT(json_array_size(jobs), 2);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(jobs, 0), "id")), first);
+    CHECK_STR(json_string_value(
+                  json_object_get(json_object_get(json_array_get(jobs, 0), "payload"), "to")),
+              "a");
+    char second[40];
+    snprintf(second, sizeof second, "%s",
+             json_string_value(json_object_get(json_array_get(jobs, 1), "id")));
+    json_decref(v);
+    client_free(&r);
+    char path[160];
+    snprintf(path, sizeof path, "/v1/queues/work/jobs/%s/complete", first);
+    r = req("POST", path, NULL, NULL);
+    CHECK_STR(r.body, "{\"completed\":1}");
+    client_free(&r);
+    r = req("POST", path, NULL, NULL);
+    CHECK_STR(r.body, "{\"completed\":0}");
+    client_free(&r);
+    r = req("POST", "/v1/queues/work/requeue", "application/json", "{\"timeout_seconds\":0}");
+    CHECK_STR(r.body, "{\"requeued\":1}");
+    client_free(&r);
+    r = req("GET", "/v1/queues/work", NULL, NULL);
+    CHECK_PREFIX(r.body, "{\"pending\":2,\"processing\":0,\"done\":1,\"bytes\":");
+    client_free(&r);
+    r = req("POST", "/v1/queues/work/purge", "application/json", "{\"older_than_seconds\":0}");
+    CHECK_STR(r.body, "{\"purged\":1}");
+    client_free(&r);
+    char body[128];
+    snprintf(body, sizeof body, "{\"ids\":[\"%s\"]}", second);
+    r = req("POST", "/v1/queues/work/complete", "application/json", body);
+    CHECK_STR(r.body, "{\"completed\":0}"); /* pending again, not processing */
+    client_free(&r);
+    r = req("GET", "/v1/queues/work/_verify", NULL, NULL);
+    CHECK_PREFIX(r.body, "{\"ok\":true,\"errors\":[]");
+    client_free(&r);
+    r = req("POST", "/v1/queues/work/claim?limit=0", NULL, NULL);
+    CHECK_INT(r.status, 400);
+    client_free(&r);
+    r = req("POST", "/v1/queues/work/jobs", "application/json", "[{\"id\":\"bad\"}]");
+    CHECK_INT(r.status, 400);
+    client_free(&r);
+    r = req("POST", "/v1/queues/empty/claim", NULL, NULL);
+    CHECK_INT(r.status, 204);
+    client_free(&r);
+}
+
+typedef struct claimer {
+    long status;
+    char id[40];
+} claimer;
+
+static void *claim_waiting(void *p)
+{
+    claimer *c = p;
+    client_resp r = req("POST", "/v1/queues/many/claim?wait_ms=20000", NULL, NULL);
+    c->status = r.status;
+    json_t *v = body_of(&r);
+    const char *id =
+        json_string_value(json_object_get(json_array_get(json_object_get(v, "jobs"), 0), "id"));
+    snprintf(c->id, sizeof c->id, "%s", id ? id : "");
+    json_decref(v);
+    client_free(&r);
+    return NULL;
+}
+
+static void *enqueue_later(void *p)
+{
+    (void)p;
+    usleep(300 * 1000);
+    client_resp r = req("POST", "/v1/queues/lp/jobs", "application/json", "{\"late\":true}");
+    client_free(&r);
+    return NULL;
+}
+
+TEST(long_poll_wakes_on_enqueue_and_times_out)
+{
+    /* nothing arrives: 204 after the wait */
+    client_resp r = req("POST", "/v1/queues/lp/claim?wait_ms=200", NULL, NULL);
+    CHECK_INT(r.status, 204);
+    client_free(&r);
+    /* an enqueue during a long wait answers it with the job */
+    pthread_t t;
+    pthread_create(&t, NULL, enqueue_later, NULL);
+    r = req("POST", "/v1/queues/lp/claim?wait_ms=20000", NULL, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(r.body, "\"late\":true") != NULL);
+    client_free(&r);
+    pthread_join(t, NULL);
+    /* parked claims hold no thread: 40 of them (the pool has 32 workers)
+     * still leave room for the enqueue that answers them all */
+    enum { W = 40 };
+    pthread_t ws[W];
+    claimer c[W];
+    for (int i = 0; i < W; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        pthread_create(&ws[i], NULL, claim_waiting, &c[i]);
+    }
+    usleep(300 * 1000);
+    buf jobs = BUF_INIT;
+    buf_appendc(&jobs, '[');
+    for (int i = 0; i < W; i++)
+        buf_printf(&jobs, "%s{\"n\":%d}", i ? "," : "", i);
+    buf_appendc(&jobs, ']');
+    r = req("POST", "/v1/queues/many/jobs", "application/json", jobs.data);
+    CHECK_INT(r.status, 201);
+    client_free(&r);
+    buf_free(&jobs);
+    int got = 0;
+    for (int i = 0; i < W; i++) {
+        pthread_join(ws[i], NULL);
+        if (c[i].status == 200)
+            got++;
+        for (int k = 0; k < i; k++)
+            CHECK(c[i].id[0] == '\0' || strcmp(c[i].id, c[k].id) != 0);
+    }
+    CHECK_INT(got, W);
+}
+
+static const test_case tests[] = {
+    {"log_append_get_delete_stream", log_append_get_delete_stream},
+    {"log_bulk_is_all_or_nothing", log_bulk_is_all_or_nothing},
+    {"concurrent_appends_all_land", concurrent_appends_all_land},
+    {"queue_flow", queue_flow},
+    {"long_poll_wakes_on_enqueue_and_times_out", long_poll_wakes_on_enqueue_and_times_out},
+};
+
+static int run(int argc, char **argv);
+int main(int argc, char **argv)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (daemon_start(&d, NULL, NULL) != 0) {
+        fprintf(stderr, "could not start storhd\n");
+        return 1;
+    }
+    int rc = run(argc, argv);
+    if (daemon_stop(&d) != 0)
+        rc = 1;
+    daemon_cleanup(&d);
+    curl_global_cleanup();
+    return rc;
+}
+#define main run
+TEST_MAIN(tests)
