@@ -11,23 +11,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "docstore_int.h"
 #include "estats.h"
 #include "fsx.h"
 #include "sjson.h"
 #include "writers.h"
 
-struct docstore {
-    char *dir;
-    pthread_mutex_t mu; /* commits, deletes and the lazy set-up below */
-    atomic_bool ready;  /* collection dir exists and our marker is registered */
-    char identity[32];  /* <pid>.<8hex>, also the record temp prefix */
-    atomic_ulong tmp_seq;
-};
-
 typedef struct stage_row {
     char *tmp;
     char *final;
     char id[UUID7_LEN + 1];
+    json_t *data; /* decoded, for indexes and unique checks */
 } stage_row;
 
 struct docstore_stage {
@@ -51,6 +45,27 @@ struct docstore_iter {
     buf raw;
 };
 
+static int load_schema(docstore *ds, storh_err *err)
+{
+    char p[PATH_MAX];
+    int rc = fsx_pathf(p, err, "%s/.storh/schema.jsonc", ds->dir);
+    buf b = BUF_INIT;
+    if (!rc)
+        rc = fsx_read_all(p, &b, err);
+    if (rc == STORH_ENOTFOUND) {
+        buf_free(&b);
+        return 0;
+    }
+    json_t *j = rc ? NULL : sjson_decode_jsonc_object(b.data, b.len, err);
+    buf_free(&b);
+    if (!rc && !j)
+        rc = STORH_ECORRUPT;
+    if (!rc)
+        rc = schema_parse(j, &ds->sch, err);
+    json_decref(j);
+    return rc;
+}
+
 int docstore_open(const char *root, const char *name, docstore **out, storh_err *err)
 {
     docstore *ds = calloc(1, sizeof *ds);
@@ -71,13 +86,16 @@ int docstore_open(const char *root, const char *name, docstore **out, storh_err 
         return storh_err_set(err, STORH_EINVAL, "Collection path too long.");
     }
     pthread_mutex_init(&ds->mu, NULL);
+    pthread_rwlock_init(&ds->ixlock, NULL);
+    int rc = docindex_load(&ds->ix, ds->dir, err);
+    if (!rc)
+        rc = load_schema(ds, err);
     struct stat st;
-    if (stat(ds->dir, &st) == 0) {
-        int rc = writers_cleanup_on_open(ds->dir, err);
-        if (rc) {
-            docstore_close(ds);
-            return rc;
-        }
+    if (!rc && stat(ds->dir, &st) == 0)
+        rc = writers_cleanup_on_open(ds->dir, err);
+    if (rc) {
+        docstore_close(ds);
+        return rc;
     }
     *out = ds;
     return 0;
@@ -89,6 +107,10 @@ void docstore_close(docstore *ds)
         return;
     if (ds->ready)
         writers_unregister(ds->dir, ds->identity);
+    docindex_free(&ds->ix);
+    schema_free(&ds->sch);
+    rcache_free(ds->cache);
+    pthread_rwlock_destroy(&ds->ixlock);
     pthread_mutex_destroy(&ds->mu);
     free(ds->dir);
     free(ds);
@@ -97,6 +119,17 @@ void docstore_close(docstore *ds)
 const char *docstore_dir(const docstore *ds)
 {
     return ds->dir;
+}
+
+int docstore_set_cache(docstore *ds, int mode, size_t max_entries, size_t max_bytes,
+                       storh_err *err)
+{
+    rcache *c = rcache_new((rcache_mode)mode, max_entries, max_bytes);
+    if (!c)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    rcache_free(ds->cache);
+    ds->cache = c;
+    return 0;
 }
 
 /* Creates the collection and registers our writer marker, once. */
@@ -119,11 +152,8 @@ static int prepare_locked(docstore *ds, storh_err *err)
     return rc;
 }
 
-/* The record's path; id must be a valid UUIDv7 (so the path fits when the
- * collection dir does, which docstore_open checks). */
-static void record_path(const docstore *ds, const char *id, char *out, size_t cap)
+void docstore_record_path(const docstore *ds, const char *id, char *out)
 {
-    (void)cap;
     fsx_pathf(out, NULL, "%s/data/%c%c/%s.jsonc", ds->dir, id[24], id[25], id);
 }
 
@@ -175,28 +205,65 @@ int docstore_decode_record(const char *bytes, size_t len, const char *expect_id,
     return 0;
 }
 
+/* Reads the record file (stat first, so a cache entry never claims a newer
+ * file state than the bytes it holds). */
+static int read_file(docstore *ds, const char *id, json_t **data, buf *raw, struct stat *st,
+                     storh_err *err)
+{
+    char path[PATH_MAX];
+    docstore_record_path(ds, id, path);
+    bool have_st = stat(path, st) == 0;
+    size_t start = raw->len;
+    int rc = fsx_read_all(path, raw, err);
+    if (rc == STORH_ENOTFOUND)
+        return storh_err_set(err, rc, "Record not found: %s", id);
+    if (!rc && !have_st)
+        rc = storh_err_set(err, STORH_EIO, "Record %s changed while read", id);
+    if (!rc)
+        rc = docstore_decode_record(raw->data + start, raw->len - start, id, data, err);
+    return rc;
+}
+
+int docstore_read_record(docstore *ds, const char *id, json_t **data, storh_err *err)
+{
+    buf b = BUF_INIT;
+    struct stat st;
+    int rc = read_file(ds, id, data, &b, &st, err);
+    buf_free(&b);
+    return rc;
+}
+
 int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_err *err)
 {
     if (!uuid7_is_valid(id, strlen(id)))
         return storh_err_set(err, STORH_EINVAL, "Invalid UUIDv7 value.");
     char path[PATH_MAX];
-    record_path(ds, id, path, sizeof path);
+    docstore_record_path(ds, id, path);
+    if (ds->cache && !raw) {
+        rcache_result r = rcache_get(ds->cache, id, path, data);
+        if (r == RCACHE_HIT) {
+            estats_add(ESTAT_DOC_GET, 1);
+            return 0;
+        }
+        if (r == RCACHE_HIT_ABSENT)
+            return storh_err_set(err, STORH_ENOTFOUND, "Record not found: %s", id);
+    }
     buf local = BUF_INIT;
     buf *b = raw ? raw : &local;
     size_t start = b->len;
-    int rc = fsx_read_all(path, b, err);
-    if (rc == STORH_ENOTFOUND)
-        storh_err_set(err, rc, "Record not found: %s", id);
-    if (!rc)
-        rc = docstore_decode_record(b->data + start, b->len - start, id, data, err);
+    struct stat st;
+    int rc = read_file(ds, id, data, b, &st, err);
+    if (ds->cache && rc == 0)
+        rcache_put(ds->cache, id, *data, &st, b->data + start, b->len - start);
+    else if (ds->cache && rc == STORH_ENOTFOUND)
+        rcache_put(ds->cache, id, NULL, NULL, NULL, 0);
     if (!rc)
         estats_add(ESTAT_DOC_GET, 1);
     buf_free(&local);
     return rc;
 }
 
-/* The collection lock: our mutex for threads, flock for other processes. */
-static int lock_collection(docstore *ds, fsx_lock *l, storh_err *err)
+int docstore_lock(docstore *ds, fsx_lock *l, storh_err *err)
 {
     pthread_mutex_lock(&ds->mu);
     char path[PATH_MAX];
@@ -205,16 +272,40 @@ static int lock_collection(docstore *ds, fsx_lock *l, storh_err *err)
         rc = fsx_lock_open(l, path, err);
     if (!rc && (rc = fsx_lock_acquire(l, err)))
         fsx_lock_close(l);
+    if (!rc) { /* another writer may have changed the index definitions */
+        pthread_rwlock_wrlock(&ds->ixlock);
+        rc = docindex_refresh(&ds->ix, err);
+        pthread_rwlock_unlock(&ds->ixlock);
+        if (rc) {
+            fsx_lock_release(l);
+            fsx_lock_close(l);
+        }
+    }
     if (rc)
         pthread_mutex_unlock(&ds->mu);
     return rc;
 }
 
-static void unlock_collection(docstore *ds, fsx_lock *l)
+void docstore_unlock(docstore *ds, fsx_lock *l)
 {
     fsx_lock_release(l);
     fsx_lock_close(l);
     pthread_mutex_unlock(&ds->mu);
+}
+
+/* The current record of id for index maintenance: NULL when there is none;
+ * a corrupt file is an error (its index entries cannot be known). */
+static int old_record(docstore *ds, const char *id, json_t **old, storh_err *err)
+{
+    *old = NULL;
+    int rc = docstore_read_record(ds, id, old, err);
+    if (rc == STORH_ENOTFOUND)
+        return 0;
+    if (rc == STORH_ECORRUPT)
+        return storh_err_set(err, rc,
+                             "Record %s is corrupt and indexes are active; run _repair first.",
+                             id);
+    return rc;
 }
 
 int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err)
@@ -226,20 +317,30 @@ int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err)
     if (stat(ds->dir, &st) != 0)
         return 0;
     char path[PATH_MAX], dir[PATH_MAX];
-    record_path(ds, id, path, sizeof path);
+    docstore_record_path(ds, id, path);
     fsx_lock l;
-    int rc = lock_collection(ds, &l, err);
+    int rc = docstore_lock(ds, &l, err);
     if (rc)
         return rc;
-    if (unlink(path) == 0) {
+    json_t *old = NULL;
+    bool indexed = docindex_active(&ds->ix);
+    if (indexed)
+        rc = old_record(ds, id, &old, err);
+    if (rc) {
+    } else if (unlink(path) == 0) {
         *existed = true;
         fsx_dirname(path, dir, sizeof dir);
         rc = fsx_fsync_dir(dir, err);
+        if (!rc && indexed && old)
+            rc = docindex_update(&ds->ix, id, old, NULL, err);
         estats_add(ESTAT_DOC_DELETE, 1);
     } else if (errno != ENOENT && errno != ENOTDIR) {
         rc = storh_err_sys(err, errno, "Could not delete storage record: %s", id);
     }
-    unlock_collection(ds, &l);
+    if (ds->cache)
+        rcache_forget(ds->cache, id);
+    json_decref(old);
+    docstore_unlock(ds, &l);
     return rc;
 }
 
@@ -255,11 +356,11 @@ int docstore_stage_begin(docstore *ds, docstore_stage **out, storh_err *err)
 
 size_t docstore_stage_count(const docstore_stage *st)
 {
-    return st->n;
+    return st ? st->n : 0;
 }
 
 /* Writes st->enc to a fresh fsynced temp in the record's shard dir. */
-static int stage_bytes(docstore_stage *st, const char *id, storh_err *err)
+static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, storh_err *err)
 {
     docstore *ds = st->ds;
     if (!ds->ready) { /* the collection is created by its first staged row */
@@ -278,7 +379,7 @@ static int stage_bytes(docstore_stage *st, const char *id, storh_err *err)
         st->cap = cap;
     }
     char final[PATH_MAX], tmp[PATH_MAX], shard[PATH_MAX];
-    record_path(ds, id, final, sizeof final);
+    docstore_record_path(ds, id, final);
     fsx_dirname(final, shard, sizeof shard);
     unsigned long seq = atomic_fetch_add(&ds->tmp_seq, 1) + 1;
     int rc = fsx_pathf(tmp, err, "%s/.%s.%lu.tmp", shard, ds->identity, seq);
@@ -295,11 +396,13 @@ static int stage_bytes(docstore_stage *st, const char *id, storh_err *err)
     stage_row *row = &st->rows[st->n];
     row->tmp = strdup(tmp);
     row->final = strdup(final);
+    row->data = json_incref((json_t *)data);
     memcpy(row->id, id, UUID7_LEN + 1);
     if (!row->tmp || !row->final) {
         unlink(tmp);
         free(row->tmp);
         free(row->final);
+        json_decref(row->data);
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     }
     st->n++;
@@ -316,18 +419,28 @@ static int resolve_id(const char *id, char out_id[UUID7_LEN + 1], storh_err *err
     return 0;
 }
 
-int docstore_stage_put(docstore_stage *st, const char *id, json_t *data, char out_id[UUID7_LEN + 1],
-                       storh_err *err)
+static int validate(docstore *ds, const json_t *data, storh_err *err)
+{
+    pthread_rwlock_rdlock(&ds->ixlock);
+    int rc = schema_validate(&ds->sch, data, err);
+    pthread_rwlock_unlock(&ds->ixlock);
+    return rc;
+}
+
+int docstore_stage_put(docstore_stage *st, const char *id, json_t *data,
+                       char out_id[UUID7_LEN + 1], storh_err *err)
 {
     if (!json_is_object(data) && !json_is_array(data))
         return storh_err_set(err, STORH_EINVAL, "Record data must be a JSON object.");
-    int rc = resolve_id(id, out_id, err);
+    int rc = validate(st->ds, data, err);
+    if (!rc)
+        rc = resolve_id(id, out_id, err);
     if (rc)
         return rc;
     buf_reset(&st->enc);
     if ((rc = docstore_encode_record(&st->enc, out_id, data, err)))
         return rc;
-    return stage_bytes(st, out_id, err);
+    return stage_bytes(st, out_id, data, err);
 }
 
 int docstore_stage_element(docstore_stage *st, json_t *elem, char out_id[UUID7_LEN + 1],
@@ -372,12 +485,14 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
         json_t *data = json_object_get(row, "data");
         if (json_object_size(row) == 2 && json_is_string(id) &&
             (json_is_object(data) || json_is_array(data))) {
-            rc = resolve_id(json_string_value(id), out_id, err);
-            if (!rc) {
+            rc = validate(st->ds, data, err);
+            if (!rc)
+                rc = resolve_id(json_string_value(id), out_id, err);
+            if (!rc) { /* the row's own bytes become the record file */
                 buf_reset(&st->enc);
                 buf_append(&st->enc, line, len);
                 buf_appendc(&st->enc, '\n');
-                rc = stage_bytes(st, out_id, err);
+                rc = stage_bytes(st, out_id, data, err);
             }
         } else {
             /* integer keys are dropped before the putMany element rule */
@@ -406,6 +521,7 @@ static void stage_free(docstore_stage *st, size_t from_row)
             unlink(st->rows[i].tmp);
         free(st->rows[i].tmp);
         free(st->rows[i].final);
+        json_decref(st->rows[i].data);
     }
     free(st->rows);
     buf_free(&st->enc);
@@ -418,10 +534,41 @@ void docstore_stage_abort(docstore_stage *st)
         stage_free(st, 0);
 }
 
+/* Unique constraints of every staged row, against the index and against
+ * each other, before anything is renamed. */
+static int check_unique(docstore_stage *st, storh_err *err)
+{
+    docindex *ix = &st->ds->ix;
+    for (size_t i = 0; i < st->n; i++) {
+        int rc = docindex_check_unique(ix, st->rows[i].id, st->rows[i].data, err);
+        if (rc)
+            return rc;
+    }
+    for (size_t f = 0; f < ix->n; f++) {
+        if (!ix->defs[f].unique)
+            continue;
+        const char *field = ix->defs[f].field;
+        for (size_t i = 0; i < st->n; i++) {
+            json_t *a = json_object_get(st->rows[i].data, field);
+            if (!docindex_indexable(a))
+                continue;
+            for (size_t j = i + 1; j < st->n; j++) {
+                json_t *b = json_object_get(st->rows[j].data, field);
+                if (docindex_indexable(b) && strcmp(st->rows[i].id, st->rows[j].id) &&
+                    query_strict_equal(a, b))
+                    return storh_err_set(err, STORH_ECONFLICT,
+                                         "Unique index violation on field: %s", field);
+            }
+        }
+    }
+    return 0;
+}
+
 #define COMMIT_MAX_DIRS 258 /* 256 shards, plus room for odd layouts */
 
-/* Renames every row under the lock, then fsyncs each touched directory once;
- * existed0 reports whether row 0 replaced a record. *done = rows renamed. */
+/* Under the lock: unique checks, then for each row the rename and its
+ * index update; then one fsync per touched directory. existed0 reports
+ * whether row 0 replaced a record. *done = rows renamed. */
 static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_err *err)
 {
     docstore *ds = st->ds;
@@ -429,29 +576,42 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
     if (st->n == 0)
         return 0;
     size_t cap = st->n < COMMIT_MAX_DIRS ? st->n : COMMIT_MAX_DIRS;
-    char(*dirs)[PATH_MAX] = malloc(sizeof *dirs * (cap ? cap : 1));
+    char(*dirs)[PATH_MAX] = malloc(sizeof *dirs * cap);
     if (!dirs)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     fsx_lock l;
-    int rc = lock_collection(ds, &l, err);
+    int rc = docstore_lock(ds, &l, err);
     if (rc) {
         free(dirs);
         return rc;
     }
+    bool indexed = docindex_active(&ds->ix);
+    if (indexed)
+        rc = check_unique(st, err);
     size_t ndirs = 0;
     for (size_t i = 0; !rc && i < st->n; i++) {
         stage_row *r = &st->rows[i];
+        json_t *old = NULL;
+        if (indexed && (rc = old_record(ds, r->id, &old, err)))
+            break;
         if (i == 0 && existed0)
             *existed0 = access(r->final, F_OK) == 0;
-        if ((rc = fsx_rename(r->tmp, r->final, false, err)))
+        if ((rc = fsx_rename(r->tmp, r->final, false, err))) {
+            json_decref(old);
             break;
+        }
         (*done)++;
+        if (ds->cache)
+            rcache_forget(ds->cache, r->id);
+        if (indexed)
+            rc = docindex_update(&ds->ix, r->id, old, r->data, err);
+        json_decref(old);
         char d[PATH_MAX];
         fsx_dirname(r->final, d, sizeof d);
         size_t j = 0;
         while (j < ndirs && strcmp(dirs[j], d) != 0)
             j++;
-        if (j < ndirs)
+        if (j < ndirs || rc)
             continue;
         if (ndirs < cap)
             memcpy(dirs[ndirs++], d, PATH_MAX);
@@ -463,7 +623,7 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
         if (frc && !rc)
             rc = frc;
     }
-    unlock_collection(ds, &l);
+    docstore_unlock(ds, &l);
     free(dirs);
     if (*done)
         estats_add(ESTAT_DOC_PUT, *done);
@@ -677,66 +837,14 @@ int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_e
     return rc;
 }
 
-typedef struct scan_totals {
-    long long records, bytes, corrupt;
-} scan_totals;
 
-static int scan(docstore *ds, scan_totals *t, storh_err *err)
+long long docstore_iter_bytes(docstore_iter *it)
 {
-    memset(t, 0, sizeof *t);
-    docstore_iter *it;
-    int rc = docstore_iter_open(ds, NULL, &it, err);
-    if (rc)
-        return rc;
+    long long total = 0;
     for (size_t i = 0; i < it->n; i++) {
         struct stat st;
         if (stat(it->e[i].path, &st) == 0)
-            t->bytes += st.st_size;
+            total += st.st_size;
     }
-    const char *id;
-    json_t *data;
-    for (;;) {
-        rc = docstore_iter_next(it, &id, &data, NULL);
-        if (rc == 0)
-            break;
-        if (rc == 1) {
-            t->records++;
-            json_decref(data);
-        } else if (rc == STORH_ECORRUPT) {
-            t->corrupt++;
-        } else {
-            docstore_iter_close(it);
-            return storh_err_set(err, rc, "Could not read records of %s", ds->dir);
-        }
-    }
-    docstore_iter_close(it);
-    return 0;
-}
-
-int docstore_stats(docstore *ds, json_t **out, storh_err *err)
-{
-    scan_totals t;
-    int rc = scan(ds, &t, err);
-    if (rc)
-        return rc;
-    *out = json_pack("{sIsIsIsi}", "records", (json_int_t)t.records, "bytes", (json_int_t)t.bytes,
-                     "corrupt", (json_int_t)t.corrupt, "indexes", 0);
-    return *out ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-}
-
-int docstore_health(docstore *ds, json_t **out, storh_err *err)
-{
-    json_t *stats;
-    int rc = docstore_stats(ds, &stats, err);
-    if (rc)
-        return rc;
-    json_int_t corrupt = json_integer_value(json_object_get(stats, "corrupt"));
-    json_t *errors = json_array();
-    if (corrupt > 0) {
-        char msg[64];
-        snprintf(msg, sizeof msg, "Corrupt records: %lld", (long long)corrupt);
-        json_array_append_new(errors, json_string(msg));
-    }
-    *out = json_pack("{sbsoso}", "ok", corrupt == 0, "errors", errors, "stats", stats);
-    return *out ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    return total;
 }

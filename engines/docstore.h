@@ -78,11 +78,43 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
 int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err);
 void docstore_iter_close(docstore_iter *it);
 
+/* Sum of the sizes of every record file the iterator lists. */
+long long docstore_iter_bytes(docstore_iter *it);
+
 /* exportJsonl to a file; *count rows written. */
 int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_err *err);
 /* stats(): {"records","bytes","corrupt","indexes"}; new reference. */
 int docstore_stats(docstore *ds, json_t **out, storh_err *err);
-/* health(): {"ok","errors","stats"}; new reference. */
+/* health() = verify(): {"ok","errors","stats"} with index drift checked
+ * against a full scan; new reference. */
 int docstore_health(docstore *ds, json_t **out, storh_err *err);
+/* repair(): sweep temps, quarantine corrupt records to .storh/corrupt/,
+ * rebuild indexes: {"ok":true,"quarantined":n,"reindexed":{...}}. */
+int docstore_repair(docstore *ds, json_t **out, storh_err *err);
+/* reindex(): {"fields":n,"entries":n}. */
+int docstore_reindex(docstore *ds, json_t **out, storh_err *err);
+/* compact(): a no-op report {"ok":true,"records":n}. */
+int docstore_compact(docstore *ds, json_t **out, storh_err *err);
+
+/* Record cache: mode is an rcache_mode (STAT, HASH, TRUST). */
+int docstore_set_cache(docstore *ds, int mode, size_t max_entries, size_t max_bytes,
+                       storh_err *err);
+
+/* Index definitions as {"fields":[{"field","unique","range"}]}. */
+json_t *docstore_indexes(docstore *ds);
+/* ORs definitions in ({"fields":[...]} as above); rebuilds the entries when
+ * they changed and rebuild is true. *out = {"changed":b,"fields":[...]}. */
+int docstore_define_indexes(docstore *ds, const json_t *body, bool rebuild, json_t **out,
+                            storh_err *err);
+/* The schema as JSON ({"fields":{}} when none). */
+json_t *docstore_schema(docstore *ds);
+/* Replaces the schema (stored in .storh/schema.jsonc) and merges its index
+ * flags into the definitions (rebuilding when they changed). */
+int docstore_set_schema(docstore *ds, const json_t *body, json_t **out, storh_err *err);
+
+/* QueryBuilder over the store (FORMAT.md 5): *out is {"records":[...],
+ * "next_cursor":id|null}, {"count":n} or the explain() plan. */
+struct query;
+int docstore_query(docstore *ds, const struct query *q, json_t **out, storh_err *err);
 
 #endif

@@ -1,0 +1,81 @@
+/* docindex: storh's DocStore index files (FORMAT.md 2.3-2.7) under
+ * <coll>/.storh/indexes: the manifest of definitions, equality files per
+ * value, automatic two-field compound buckets, and range files (a sorted
+ * main file with sparse checkpoints, plus an append-only delta that only a
+ * rebuild folds in). Byte-compatible with storh's writers: readers there
+ * search raw text for key orders and compact spellings.
+ *
+ * The caller holds the collection write lock around every mutation. Lookups
+ * read the files as they are (atomic renames keep them whole). */
+#ifndef STORH_DOCINDEX_H
+#define STORH_DOCINDEX_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "query.h"
+#include "storh_err.h"
+
+typedef struct idxdef {
+    char *field;
+    bool unique, range;
+} idxdef;
+
+typedef struct docindex {
+    char dir[PATH_MAX]; /* <coll>/.storh/indexes */
+    idxdef *defs;       /* sorted by field, byte order */
+    size_t n;
+    struct stat manifest_st;
+} docindex;
+
+/* Loads the manifest of coll_dir (none: no definitions). */
+int docindex_load(docindex *ix, const char *coll_dir, storh_err *err);
+void docindex_free(docindex *ix);
+/* Reloads if another writer changed the manifest since. */
+int docindex_refresh(docindex *ix, storh_err *err);
+bool docindex_active(const docindex *ix);
+const idxdef *docindex_def(const docindex *ix, const char *field);
+/* ORs defs into the definitions (there is no way to drop a flag, as in
+ * storh); *changed tells whether anything changed. Writes the manifest. */
+int docindex_define(docindex *ix, const idxdef *defs, size_t n, bool *changed, storh_err *err);
+
+/* Whether v is indexed at all: null, bool, int, float or string. */
+bool docindex_indexable(const json_t *v);
+void docindex_value_key(const json_t *v, buf *out);
+void docindex_range_key(const json_t *v, buf *out);
+void docindex_compound_key(const json_t *a, const json_t *b, buf *out);
+/* PHP's sprintf('%.17G') (exposed for tests). */
+void docindex_g17(double v, char out[40]);
+
+/* STORH_ECONFLICT ("Unique index violation on field: f") when a unique
+ * field of data already belongs to another id. */
+int docindex_check_unique(docindex *ix, const char *id, const json_t *data, storh_err *err);
+/* Replaces old's entries by new's for id (either may be NULL). */
+int docindex_update(docindex *ix, const char *id, const json_t *old, const json_t *nw,
+                    storh_err *err);
+
+/* Rebuild: delete entries/, then add every record, then write files. */
+typedef struct docindex_build docindex_build;
+int docindex_build_begin(docindex *ix, docindex_build **out, storh_err *err);
+int docindex_build_add(docindex_build *b, const char *id, const json_t *data, storh_err *err);
+int docindex_build_finish(docindex_build *b, storh_err *err);
+void docindex_build_abort(docindex_build *b);
+
+/* Candidate ids for a condition an index can serve (eq/in on any indexed
+ * field; gt, gte, lt, lte, between, prefix on a range field): *ids a new
+ * array of strings, sorted; false if no index serves c. */
+bool docindex_serves(const docindex *ix, const qcond *c);
+int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *err);
+/* Ids of the compound bucket of two plain equality fields. */
+int docindex_compound_ids(docindex *ix, const char *f1, const json_t *v1, const char *f2,
+                          const json_t *v2, json_t **ids, bool *served, storh_err *err);
+/* verify(): compares the files with the records a full scan found (added
+ * with docindex_build_add to a build that is then passed here instead of
+ * finished). Appends storh's error strings to errors. */
+int docindex_verify_against(docindex_build *expected, json_t *errors, storh_err *err);
+
+#endif

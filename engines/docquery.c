@@ -1,0 +1,261 @@
+/* docquery: QueryBuilder execution on a DocStore (FORMAT.md 5.6). Candidate
+ * ids come from the index files only if every group can produce them (a
+ * compound bucket for two eq conditions on plain fields, else the
+ * intersection of the group's indexable conditions; groups are unioned);
+ * otherwise the whole query is a full scan in id order. Candidates are
+ * always re-checked with the full predicate. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "docstore.h"
+#include "docstore_int.h"
+#include "query.h"
+
+static bool id_lookup(const qcond *c)
+{
+    return !strcmp(c->field, "id") && (c->op == QOP_EQ || c->op == QOP_IN);
+}
+
+static bool servable(const qcond *c, void *ctx)
+{
+    return id_lookup(c) || docindex_serves(ctx, c);
+}
+
+/* A sorted array of ids as a set: intersect into a. */
+static void intersect(json_t *a, const json_t *b)
+{
+    size_t i = 0;
+    while (i < json_array_size(a)) {
+        const char *x = json_string_value(json_array_get(a, i));
+        bool found = false;
+        size_t k;
+        json_t *e;
+        json_array_foreach(b, k, e) found = found || !strcmp(json_string_value(e), x);
+        if (found)
+            i++;
+        else
+            json_array_remove(a, i);
+    }
+}
+
+static int cmp_ids(const void *x, const void *y)
+{
+    return strcmp(json_string_value(*(json_t *const *)x), json_string_value(*(json_t *const *)y));
+}
+
+static void sort_unique(json_t *ids)
+{
+    size_t n = json_array_size(ids);
+    json_t **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return;
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(ids, i));
+    qsort(v, n, sizeof *v, cmp_ids);
+    json_array_clear(ids);
+    for (size_t i = 0; i < n; i++) {
+        if (i && !strcmp(json_string_value(v[i]), json_string_value(v[i - 1])))
+            json_decref(v[i]);
+        else
+            json_array_append_new(ids, v[i]);
+    }
+    free(v);
+}
+
+static int cond_ids(docstore *ds, const qcond *c, json_t **ids, storh_err *err)
+{
+    if (id_lookup(c)) {
+        *ids = json_array();
+        size_t n = c->op == QOP_IN ? json_array_size(c->value) : 1;
+        for (size_t i = 0; i < n; i++) {
+            json_t *v = c->op == QOP_IN ? json_array_get(c->value, i) : c->value;
+            if (json_is_string(v) && uuid7_is_valid(json_string_value(v), json_string_length(v)))
+                json_array_append(*ids, v);
+        }
+        return 0;
+    }
+    return docindex_candidates(&ds->ix, c, ids, err);
+}
+
+/* Candidate ids of one group. */
+static int group_ids(docstore *ds, const qgroup *g, json_t **out, storh_err *err)
+{
+    if (g->n == 2 && g->c[0].op == QOP_EQ && g->c[1].op == QOP_EQ) {
+        bool served;
+        int rc = docindex_compound_ids(&ds->ix, g->c[0].field, g->c[0].value, g->c[1].field,
+                                       g->c[1].value, out, &served, err);
+        if (rc || served)
+            return rc;
+    }
+    json_t *acc = NULL;
+    for (size_t i = 0; i < g->n; i++) {
+        if (!servable(&g->c[i], &ds->ix))
+            continue;
+        json_t *ids;
+        int rc = cond_ids(ds, &g->c[i], &ids, err);
+        if (rc) {
+            json_decref(acc);
+            return rc;
+        }
+        if (!acc) {
+            acc = ids;
+        } else {
+            intersect(acc, ids);
+            json_decref(ids);
+        }
+    }
+    *out = acc ? acc : json_array();
+    return 0;
+}
+
+static json_t *explain(docstore *ds, const query *q)
+{
+    json_t *used = json_array();
+    for (size_t g = 0; g < q->ngroups; g++)
+        for (size_t i = 0; i < q->groups[g].n; i++) {
+            const qcond *c = &q->groups[g].c[i];
+            if (docindex_serves(&ds->ix, c)) {
+                json_array_append_new(used, json_pack("{ssss}", "field", c->field, "operator",
+                                                      query_op_name(c->op)));
+                break; /* the first such condition of each group */
+            }
+        }
+    bool index = json_array_size(used) > 0;
+    bool all = query_every_group(q, servable, &ds->ix);
+    return json_pack("{sssssosisb}", "store", "Storh\\DocPerFileStore", "plan",
+                     index ? "index_scan" : "full_scan", "indexes", used, "groups",
+                     (int)(q->ngroups ? q->ngroups : 1), "index_used", index && all);
+}
+
+static bool after_cursor(const query *q, const char *id)
+{
+    return !q->has_cursor || strcmp(id, q->cursor) > 0;
+}
+
+/* Count fast path: one condition, eq/in on an equality field (or the
+ * compound pair) -> the entry files alone. */
+static bool count_from_index(docstore *ds, const query *q)
+{
+    if (q->ngroups != 1 || q->has_cursor)
+        return false;
+    const qgroup *g = &q->groups[0];
+    if (g->n == 1 && (g->c[0].op == QOP_EQ || g->c[0].op == QOP_IN)) {
+        const idxdef *d = docindex_def(&ds->ix, g->c[0].field);
+        return id_lookup(&g->c[0]) || (d && !d->range);
+    }
+    return false;
+}
+
+int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
+{
+    pthread_rwlock_rdlock(&ds->ixlock);
+    int rc = 0;
+    if (q->explain) {
+        *out = explain(ds, q);
+        pthread_rwlock_unlock(&ds->ixlock);
+        return 0;
+    }
+    json_t *cand = NULL;
+    if (docindex_active(&ds->ix) && query_every_group(q, servable, &ds->ix)) {
+        cand = json_array();
+        for (size_t g = 0; !rc && g < q->ngroups; g++) {
+            json_t *ids;
+            if (!(rc = group_ids(ds, &q->groups[g], &ids, err))) {
+                json_array_extend(cand, ids);
+                json_decref(ids);
+            }
+        }
+        sort_unique(cand);
+    }
+    bool fast_count = q->count && cand && count_from_index(ds, q) &&
+                      !id_lookup(&q->groups[0].c[0]);
+    pthread_rwlock_unlock(&ds->ixlock);
+    if (rc) {
+        json_decref(cand);
+        return rc;
+    }
+    if (fast_count) {
+        size_t n = json_array_size(cand);
+        if (q->limit && n > q->limit)
+            n = q->limit;
+        json_decref(cand);
+        *out = json_pack("{sI}", "count", (json_int_t)n);
+        return 0;
+    }
+    /* without an orderBy the result is in id order, so a limit can stop the
+     * scan early */
+    bool early = q->limit && (!q->order_field || (!strcmp(q->order_field, "id") && !q->desc)) &&
+                 !q->count;
+    json_t *rows = json_array();
+    if (cand) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(cand, i, e)
+        {
+            const char *id = json_string_value(e);
+            if (!after_cursor(q, id))
+                continue;
+            json_t *data;
+            int r = docstore_get(ds, id, &data, NULL, err);
+            if (r == STORH_ENOTFOUND)
+                continue; /* an index entry left by a crash; verify reports it */
+            if (r) {
+                rc = r;
+                break;
+            }
+            if (query_match(q, id, data))
+                json_array_append_new(rows, json_pack("{ssso}", "id", id, "data", data));
+            else
+                json_decref(data);
+            if (early && json_array_size(rows) >= q->limit)
+                break;
+        }
+        json_decref(cand);
+    } else {
+        recquery rq;
+        recquery_init(&rq);
+        if (q->has_cursor)
+            recquery_after(&rq, q->cursor, UUID7_LEN, NULL);
+        docstore_iter *it = NULL;
+        rc = docstore_iter_open(ds, &rq, &it, err);
+        const char *id;
+        json_t *data;
+        while (!rc) {
+            int r = docstore_iter_next(it, &id, &data, err);
+            if (r == 0)
+                break;
+            if (r < 0) {
+                rc = r;
+                break;
+            }
+            if (query_match(q, id, data))
+                json_array_append_new(rows, json_pack("{ssso}", "id", id, "data", data));
+            else
+                json_decref(data);
+            if (early && json_array_size(rows) >= q->limit)
+                break;
+        }
+        docstore_iter_close(it);
+        recquery_clear(&rq);
+    }
+    if (rc) {
+        json_decref(rows);
+        return rc;
+    }
+    if (q->count) {
+        size_t n = json_array_size(rows);
+        if (q->limit && n > q->limit)
+            n = q->limit;
+        json_decref(rows);
+        *out = json_pack("{sI}", "count", (json_int_t)n);
+        return 0;
+    }
+    query_sort(q, rows);
+    while (q->limit && json_array_size(rows) > q->limit)
+        json_array_remove(rows, json_array_size(rows) - 1);
+    json_t *next = json_null();
+    if (early && json_array_size(rows) == q->limit)
+        next = json_incref(json_object_get(json_array_get(rows, q->limit - 1), "id"));
+    *out = json_pack("{soso}", "records", rows, "next_cursor", next);
+    return 0;
+}

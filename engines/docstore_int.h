@@ -1,0 +1,39 @@
+/* docstore_int: the docstore's state, shared by the modules that make up
+ * the DocStore (docstore.c records and stages, docquery.c queries, docmaint.c
+ * maintenance). Nothing outside those files includes it. */
+#ifndef STORH_DOCSTORE_INT_H
+#define STORH_DOCSTORE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "docindex.h"
+#include "docstore.h"
+#include "fsx.h"
+#include "rcache.h"
+#include "schema.h"
+
+struct docstore {
+    char *dir;
+    pthread_mutex_t mu; /* commits, deletes and the lazy set-up below */
+    atomic_bool ready;  /* collection dir exists and our marker is registered */
+    char identity[32];  /* <pid>.<8hex>, also the record temp prefix */
+    atomic_ulong tmp_seq;
+    /* index definitions and schema: read under ixlock (shared), changed
+     * under mu plus ixlock (exclusive) */
+    pthread_rwlock_t ixlock;
+    docindex ix;
+    schema sch;
+    rcache *cache; /* NULL: no record cache */
+};
+
+/* The record's path; id must be a valid UUIDv7. */
+void docstore_record_path(const docstore *ds, const char *id, char *out);
+/* The collection lock: mu for threads, flock for other processes. */
+int docstore_lock(docstore *ds, fsx_lock *l, storh_err *err);
+void docstore_unlock(docstore *ds, fsx_lock *l);
+/* Reads and decodes the record file of id without the cache. */
+int docstore_read_record(docstore *ds, const char *id, json_t **data, storh_err *err);
+
+#endif

@@ -1,0 +1,224 @@
+#include "rcache.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "fsx.h"
+#include "idmap.h"
+#include "xxhash.h"
+
+#define ENTRY_OVERHEAD 160 /* node, map slot and jansson headers, roughly */
+
+typedef struct node {
+    char id[IDMAP_KEY];
+    json_t *data; /* NULL: no such record */
+    time_t mtime;
+    off_t size;
+    XXH128_hash_t hash;
+    size_t bytes;
+    struct node *prev, *next; /* LRU: head is the most recent */
+} node;
+
+struct rcache {
+    pthread_mutex_t mu;
+    rcache_mode mode;
+    size_t max_entries, max_bytes, bytes;
+    idmap map; /* id -> node* */
+    node *head, *tail;
+    uint64_t hits, misses, evictions;
+};
+
+static _Atomic uint64_t total_hits, total_misses, total_evictions;
+static _Atomic int64_t total_entries, total_bytes;
+
+rcache *rcache_new(rcache_mode mode, size_t max_entries, size_t max_bytes)
+{
+    rcache *c = calloc(1, sizeof *c);
+    if (!c || idmap_init(&c->map, sizeof(node *)) != 0) {
+        free(c);
+        return NULL;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    c->mode = mode;
+    c->max_entries = max_entries ? max_entries : 1;
+    c->max_bytes = max_bytes ? max_bytes : 1;
+    return c;
+}
+
+rcache_mode rcache_get_mode(const rcache *c)
+{
+    return c->mode;
+}
+
+static void unlink_node(rcache *c, node *n)
+{
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        c->head = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    else
+        c->tail = n->prev;
+    n->prev = n->next = NULL;
+}
+
+static void push_front(rcache *c, node *n)
+{
+    n->next = c->head;
+    n->prev = NULL;
+    if (c->head)
+        c->head->prev = n;
+    c->head = n;
+    if (!c->tail)
+        c->tail = n;
+}
+
+static void drop(rcache *c, node *n)
+{
+    unlink_node(c, n);
+    char id[IDMAP_KEY + 1];
+    memcpy(id, n->id, IDMAP_KEY);
+    idmap_del(&c->map, id);
+    c->bytes -= n->bytes;
+    atomic_fetch_sub(&total_bytes, (int64_t)n->bytes);
+    atomic_fetch_sub(&total_entries, 1);
+    json_decref(n->data);
+    free(n);
+}
+
+void rcache_clear(rcache *c)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->head)
+        drop(c, c->head);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rcache_free(rcache *c)
+{
+    if (!c)
+        return;
+    rcache_clear(c);
+    idmap_free(&c->map);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+static node *find(rcache *c, const char *id)
+{
+    node **slot = idmap_get(&c->map, id);
+    return slot ? *slot : NULL;
+}
+
+static bool still_valid(rcache *c, const node *n, const char *path)
+{
+    if (c->mode == RCACHE_TRUST)
+        return true;
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (!n->data)
+        return !exists;
+    if (!exists || st.st_mtime != n->mtime || st.st_size != n->size)
+        return false;
+    if (c->mode == RCACHE_STAT)
+        return true;
+    buf b = BUF_INIT;
+    bool same = fsx_read_all(path, &b, NULL) == 0 && (off_t)b.len == n->size;
+    if (same) {
+        XXH128_hash_t h = XXH3_128bits(b.data, b.len);
+        same = XXH128_isEqual(h, n->hash);
+    }
+    buf_free(&b);
+    return same;
+}
+
+rcache_result rcache_get(rcache *c, const char *id, const char *path, json_t **data)
+{
+    pthread_mutex_lock(&c->mu);
+    node *n = find(c, id);
+    rcache_result r = RCACHE_MISS;
+    if (n && still_valid(c, n, path)) {
+        unlink_node(c, n);
+        push_front(c, n);
+        r = n->data ? RCACHE_HIT : RCACHE_HIT_ABSENT;
+        if (n->data)
+            *data = json_incref(n->data);
+        c->hits++;
+        atomic_fetch_add(&total_hits, 1);
+    } else {
+        if (n)
+            drop(c, n);
+        c->misses++;
+        atomic_fetch_add(&total_misses, 1);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat *st,
+                const char *bytes, size_t len)
+{
+    size_t cost = ENTRY_OVERHEAD + (data ? len : 0);
+    if (cost > c->max_bytes)
+        return;
+    node *n = calloc(1, sizeof *n);
+    if (!n)
+        return;
+    memcpy(n->id, id, IDMAP_KEY);
+    n->data = data ? json_incref((json_t *)data) : NULL;
+    if (st) {
+        n->mtime = st->st_mtime;
+        n->size = st->st_size;
+    }
+    if (bytes && c->mode == RCACHE_HASH)
+        n->hash = XXH3_128bits(bytes, len);
+    n->bytes = cost;
+    pthread_mutex_lock(&c->mu);
+    node *old = find(c, id);
+    if (old)
+        drop(c, old);
+    while (c->tail && (c->map.len + 1 > c->max_entries || c->bytes + cost > c->max_bytes)) {
+        drop(c, c->tail);
+        c->evictions++;
+        atomic_fetch_add(&total_evictions, 1);
+    }
+    node **slot = idmap_put(&c->map, id, NULL);
+    if (slot) {
+        *slot = n;
+        push_front(c, n);
+        c->bytes += cost;
+        atomic_fetch_add(&total_bytes, (int64_t)cost);
+        atomic_fetch_add(&total_entries, 1);
+    } else {
+        json_decref(n->data);
+        free(n);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rcache_forget(rcache *c, const char *id)
+{
+    pthread_mutex_lock(&c->mu);
+    node *n = find(c, id);
+    if (n)
+        drop(c, n);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rcache_get_stats(rcache *c, rcache_stats *out)
+{
+    pthread_mutex_lock(&c->mu);
+    *out = (rcache_stats){c->hits, c->misses, c->evictions, c->map.len, c->bytes};
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rcache_totals(rcache_stats *out)
+{
+    *out = (rcache_stats){atomic_load(&total_hits), atomic_load(&total_misses),
+                          atomic_load(&total_evictions), (uint64_t)atomic_load(&total_entries),
+                          (uint64_t)atomic_load(&total_bytes)};
+}
