@@ -224,8 +224,7 @@ static int read_manifest(docindex *ix, storh_err *err)
     json_t *m = sjson_decode_jsonc_object(b.data, b.len, &jerr);
     buf_free(&b);
     if (!m)
-        return storh_err_set(err, STORH_ECORRUPT, "Unreadable index manifest %s: %s", p,
-                             jerr.msg);
+        return storh_err_set(err, STORH_ECORRUPT, "Unreadable index manifest %s: %s", p, jerr.msg);
     json_t *fields = json_object_get(m, "fields");
     size_t i;
     json_t *e;
@@ -342,8 +341,7 @@ int docindex_define(docindex *ix, const idxdef *defs, size_t n, bool *changed, s
 
 /* ---------- file paths ---------- */
 
-static int eq_path(const docindex *ix, const char *field, const char *vk, char *out,
-                   storh_err *err)
+static int eq_path(const docindex *ix, const char *field, const char *vk, char *out, storh_err *err)
 {
     buf h = BUF_INIT;
     hex_append(&h, field, strlen(field));
@@ -409,8 +407,7 @@ static int id_cmp(const void *a, const void *b)
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
 
-/* Sorted, without duplicates. */
-static void sort_ids(json_t *ids)
+void docindex_sort_ids(json_t *ids)
 {
     size_t n = json_array_size(ids);
     if (n < 2)
@@ -422,11 +419,14 @@ static void sort_ids(json_t *ids)
         v[i] = json_incref(json_array_get(ids, i));
     qsort(v, n, sizeof *v, id_cmp);
     json_array_clear(ids);
+    const char *last = NULL; /* the last id kept (v[i - 1] may be freed) */
     for (size_t i = 0; i < n; i++) {
-        if (i && !strcmp(json_string_value(v[i]), json_string_value(v[i - 1])))
+        if (last && !strcmp(json_string_value(v[i]), last)) {
             json_decref(v[i]);
-        else
-            json_array_append_new(ids, v[i]);
+            continue;
+        }
+        json_array_append_new(ids, v[i]);
+        last = json_string_value(v[i]);
     }
     free(v);
 }
@@ -456,8 +456,8 @@ static int write_entry(const char *path, const char *field, const char *key, con
     return rc;
 }
 
-static int entry_change(const char *path, const char *field, const char *key,
-                        const json_t *value, const char *id, bool add, storh_err *err)
+static int entry_change(const char *path, const char *field, const char *key, const json_t *value,
+                        const char *id, bool add, storh_err *err)
 {
     json_t *ids;
     int rc = read_entry_ids(path, key, &ids, err);
@@ -480,7 +480,7 @@ static int entry_change(const char *path, const char *field, const char *key,
         json_decref(ids);
         return 0;
     }
-    sort_ids(ids);
+    docindex_sort_ids(ids);
     rc = write_entry(path, field, key, value, ids, err);
     json_decref(ids);
     return rc;
@@ -660,8 +660,7 @@ int docindex_check_unique(docindex *ix, const char *id, const json_t *data, stor
 }
 
 /* Adds (add) or removes the entries of one record. */
-static int change_record(docindex *ix, const char *id, const json_t *data, bool add,
-                         storh_err *err)
+static int change_record(docindex *ix, const char *id, const json_t *data, bool add, storh_err *err)
 {
     if (!json_is_object(data))
         return 0;
@@ -814,7 +813,7 @@ static int range_candidates(docindex *ix, const qcond *c, json_t **ids, storh_er
         buf_free(&hi);
     }
     rset_free(&s);
-    sort_ids(out);
+    docindex_sort_ids(out);
     *ids = out;
     return 0;
 }
@@ -849,7 +848,7 @@ int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *e
         json_decref(out);
         return rc;
     }
-    sort_ids(out);
+    docindex_sort_ids(out);
     *ids = out;
     return 0;
 }
@@ -1047,8 +1046,8 @@ static int write_buckets(docindex *ix, json_t *map, bool compound, storh_err *er
         json_object_foreach(g, key, e)
         {
             char p[PATH_MAX];
-            int rc = compound ? compound_path(ix, l, r, key, p, err)
-                              : eq_path(ix, group, key, p, err);
+            int rc =
+                compound ? compound_path(ix, l, r, key, p, err) : eq_path(ix, group, key, p, err);
             if (!rc && first) {
                 char dir[PATH_MAX];
                 fsx_dirname(p, dir, sizeof dir);
@@ -1056,10 +1055,10 @@ static int write_buckets(docindex *ix, json_t *map, bool compound, storh_err *er
                 first = false;
             }
             json_t *ids = json_object_get(e, "ids");
-            sort_ids(ids);
+            docindex_sort_ids(ids);
             if (!rc)
-                rc = write_entry(p, group, key, compound ? NULL : json_object_get(e, "value"),
-                                 ids, err);
+                rc = write_entry(p, group, key, compound ? NULL : json_object_get(e, "value"), ids,
+                                 err);
             if (rc)
                 return rc;
         }
@@ -1205,7 +1204,7 @@ static void verify_dir(docindex *ix, const char *group, json_t *expected, bool c
     json_object_foreach(g, key, e)
     {
         json_t *have = json_object_get(seen, key), *want = json_object_get(e, "ids");
-        sort_ids(want);
+        docindex_sort_ids(want);
         if (!have || !json_equal(have, want)) {
             char id[600];
             snprintf(id, sizeof id, "%s %s", group, key);

@@ -48,6 +48,8 @@ bool docindex_indexable(const json_t *v);
 void docindex_value_key(const json_t *v, buf *out);
 void docindex_range_key(const json_t *v, buf *out);
 void docindex_compound_key(const json_t *a, const json_t *b, buf *out);
+/* Sorts an array of id strings in byte order and drops duplicates. */
+void docindex_sort_ids(json_t *ids);
 /* PHP's sprintf('%.17G') (exposed for tests). */
 void docindex_g17(double v, char out[40]);
 

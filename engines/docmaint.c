@@ -56,14 +56,13 @@ static json_t *stats_json(docstore *ds, const scan_totals *t)
     pthread_rwlock_rdlock(&ds->ixlock);
     size_t n = ds->ix.n;
     pthread_rwlock_unlock(&ds->ixlock);
-    return json_pack("{sIsIsIsI}", "records", (json_int_t)t->records, "bytes",
-                     (json_int_t)t->bytes, "corrupt", (json_int_t)t->corrupt, "indexes",
-                     (json_int_t)n);
+    return json_pack("{sIsIsIsI}", "records", (json_int_t)t->records, "bytes", (json_int_t)t->bytes,
+                     "corrupt", (json_int_t)t->corrupt, "indexes", (json_int_t)n);
 }
 
 int docstore_stats(docstore *ds, json_t **out, storh_err *err)
 {
-    scan_totals t;
+    scan_totals t = {0};
     int rc = scan(ds, &t, NULL, NULL, err);
     if (rc)
         return rc;
@@ -76,7 +75,7 @@ int docstore_health(docstore *ds, json_t **out, storh_err *err)
     pthread_rwlock_rdlock(&ds->ixlock);
     docindex_build *b = NULL;
     int rc = docindex_active(&ds->ix) ? docindex_build_begin(&ds->ix, &b, err) : 0;
-    scan_totals t;
+    scan_totals t = {0};
     if (!rc)
         rc = scan(ds, &t, b, NULL, err);
     json_t *errors = json_array();
@@ -133,7 +132,7 @@ int docstore_reindex(docstore *ds, json_t **out, storh_err *err)
 
 static int quarantine(docstore *ds, const char *id, storh_err *err)
 {
-    char src[PATH_MAX], dst[PATH_MAX], dir[PATH_MAX];
+    char src[PATH_MAX], dst[PATH_MAX] = "", dir[PATH_MAX];
     docstore_record_path(ds, id, src);
     int rc = fsx_pathf(dir, err, "%s/.storh/corrupt", ds->dir);
     if (!rc)
@@ -164,7 +163,7 @@ int docstore_repair(docstore *ds, json_t **out, storh_err *err)
         return rc;
     writers_sweep(ds->dir, NULL);
     json_t *bad = json_array();
-    scan_totals t;
+    scan_totals t = {0};
     rc = scan(ds, &t, NULL, bad, err);
     size_t i;
     json_t *id;
@@ -186,7 +185,7 @@ int docstore_repair(docstore *ds, json_t **out, storh_err *err)
 
 int docstore_compact(docstore *ds, json_t **out, storh_err *err)
 {
-    scan_totals t;
+    scan_totals t = {0};
     int rc = scan(ds, &t, NULL, NULL, err);
     if (rc)
         return rc;
@@ -199,9 +198,9 @@ json_t *docstore_indexes(docstore *ds)
     pthread_rwlock_rdlock(&ds->ixlock);
     json_t *fields = json_array();
     for (size_t i = 0; i < ds->ix.n; i++)
-        json_array_append_new(fields, json_pack("{sssbsb}", "field", ds->ix.defs[i].field,
-                                                "unique", ds->ix.defs[i].unique, "range",
-                                                ds->ix.defs[i].range));
+        json_array_append_new(fields,
+                              json_pack("{sssbsb}", "field", ds->ix.defs[i].field, "unique",
+                                        ds->ix.defs[i].unique, "range", ds->ix.defs[i].range));
     pthread_rwlock_unlock(&ds->ixlock);
     return json_pack("{so}", "fields", fields);
 }

@@ -38,30 +38,6 @@ static void intersect(json_t *a, const json_t *b)
     }
 }
 
-static int cmp_ids(const void *x, const void *y)
-{
-    return strcmp(json_string_value(*(json_t *const *)x), json_string_value(*(json_t *const *)y));
-}
-
-static void sort_unique(json_t *ids)
-{
-    size_t n = json_array_size(ids);
-    json_t **v = malloc((n ? n : 1) * sizeof *v);
-    if (!v)
-        return;
-    for (size_t i = 0; i < n; i++)
-        v[i] = json_incref(json_array_get(ids, i));
-    qsort(v, n, sizeof *v, cmp_ids);
-    json_array_clear(ids);
-    for (size_t i = 0; i < n; i++) {
-        if (i && !strcmp(json_string_value(v[i]), json_string_value(v[i - 1])))
-            json_decref(v[i]);
-        else
-            json_array_append_new(ids, v[i]);
-    }
-    free(v);
-}
-
 static int cond_ids(docstore *ds, const qcond *c, json_t **ids, storh_err *err)
 {
     if (id_lookup(c)) {
@@ -115,8 +91,8 @@ static json_t *explain(docstore *ds, const query *q)
         for (size_t i = 0; i < q->groups[g].n; i++) {
             const qcond *c = &q->groups[g].c[i];
             if (docindex_serves(&ds->ix, c)) {
-                json_array_append_new(used, json_pack("{ssss}", "field", c->field, "operator",
-                                                      query_op_name(c->op)));
+                json_array_append_new(
+                    used, json_pack("{ssss}", "field", c->field, "operator", query_op_name(c->op)));
                 break; /* the first such condition of each group */
             }
         }
@@ -165,10 +141,9 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
                 json_decref(ids);
             }
         }
-        sort_unique(cand);
+        docindex_sort_ids(cand);
     }
-    bool fast_count = q->count && cand && count_from_index(ds, q) &&
-                      !id_lookup(&q->groups[0].c[0]);
+    bool fast_count = q->count && cand && count_from_index(ds, q) && !id_lookup(&q->groups[0].c[0]);
     pthread_rwlock_unlock(&ds->ixlock);
     if (rc) {
         json_decref(cand);
@@ -184,8 +159,8 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
     }
     /* without an orderBy the result is in id order, so a limit can stop the
      * scan early */
-    bool early = q->limit && (!q->order_field || (!strcmp(q->order_field, "id") && !q->desc)) &&
-                 !q->count;
+    bool early =
+        q->limit && (!q->order_field || (!strcmp(q->order_field, "id") && !q->desc)) && !q->count;
     json_t *rows = json_array();
     if (cand) {
         size_t i;

@@ -121,8 +121,7 @@ const char *docstore_dir(const docstore *ds)
     return ds->dir;
 }
 
-int docstore_set_cache(docstore *ds, int mode, size_t max_entries, size_t max_bytes,
-                       storh_err *err)
+int docstore_set_cache(docstore *ds, int mode, size_t max_entries, size_t max_bytes, storh_err *err)
 {
     rcache *c = rcache_new((rcache_mode)mode, max_entries, max_bytes);
     if (!c)
@@ -303,8 +302,7 @@ static int old_record(docstore *ds, const char *id, json_t **old, storh_err *err
         return 0;
     if (rc == STORH_ECORRUPT)
         return storh_err_set(err, rc,
-                             "Record %s is corrupt and indexes are active; run _repair first.",
-                             id);
+                             "Record %s is corrupt and indexes are active; run _repair first.", id);
     return rc;
 }
 
@@ -427,8 +425,8 @@ static int validate(docstore *ds, const json_t *data, storh_err *err)
     return rc;
 }
 
-int docstore_stage_put(docstore_stage *st, const char *id, json_t *data,
-                       char out_id[UUID7_LEN + 1], storh_err *err)
+int docstore_stage_put(docstore_stage *st, const char *id, json_t *data, char out_id[UUID7_LEN + 1],
+                       storh_err *err)
 {
     if (!json_is_object(data) && !json_is_array(data))
         return storh_err_set(err, STORH_EINVAL, "Record data must be a JSON object.");
@@ -738,7 +736,8 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
         docstore_iter_close(it);
         return storh_err_sys(err, e, "Could not list records under %s", data);
     }
-    qsort(it->e, it->n, sizeof *it->e, entry_cmp);
+    if (it->n)
+        qsort(it->e, it->n, sizeof *it->e, entry_cmp);
     /* keep the last of each run of equal keys */
     size_t w = 0;
     for (size_t r = 0; r < it->n; r++) {
@@ -837,7 +836,6 @@ int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_e
     return rc;
 }
 
-
 long long docstore_iter_bytes(docstore_iter *it)
 {
     long long total = 0;
@@ -847,4 +845,14 @@ long long docstore_iter_bytes(docstore_iter *it)
             total += st.st_size;
     }
     return total;
+}
+
+size_t docstore_count_files(docstore *ds)
+{
+    docstore_iter *it;
+    if (docstore_iter_open(ds, NULL, &it, NULL))
+        return 0;
+    size_t n = it->n;
+    docstore_iter_close(it);
+    return n;
 }

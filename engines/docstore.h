@@ -78,6 +78,8 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
 int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err);
 void docstore_iter_close(docstore_iter *it);
 
+/* Record files in the collection (a listing, nothing is read). */
+size_t docstore_count_files(docstore *ds);
 /* Sum of the sizes of every record file the iterator lists. */
 long long docstore_iter_bytes(docstore_iter *it);
 

@@ -11,10 +11,10 @@ static const struct {
     const char *name;
     qop op;
 } ops[] = {
-    {"eq", QOP_EQ},       {"neq", QOP_NEQ},         {"in", QOP_IN},         {"notIn", QOP_NOTIN},
-    {"gt", QOP_GT},       {"gte", QOP_GTE},         {"lt", QOP_LT},         {"lte", QOP_LTE},
-    {"between", QOP_BETWEEN}, {"exists", QOP_EXISTS}, {"missing", QOP_MISSING},
-    {"prefix", QOP_PREFIX},
+    {"eq", QOP_EQ},         {"neq", QOP_NEQ},         {"in", QOP_IN},
+    {"notIn", QOP_NOTIN},   {"gt", QOP_GT},           {"gte", QOP_GTE},
+    {"lt", QOP_LT},         {"lte", QOP_LTE},         {"between", QOP_BETWEEN},
+    {"exists", QOP_EXISTS}, {"missing", QOP_MISSING}, {"prefix", QOP_PREFIX},
 };
 
 const char *query_op_name(qop op)
@@ -315,13 +315,12 @@ static int parse_cond(const json_t *c, clist *pool, size_t *index, const char *w
     while (k < sizeof ops / sizeof ops[0] && strcmp(ops[k].name, on))
         k++;
     if (k == sizeof ops / sizeof ops[0])
-        return storh_err_set(err, STORH_EINVAL, "%s.op: Unsupported query operator: %.40s",
-                             where, on);
+        return storh_err_set(err, STORH_EINVAL, "%s.op: Unsupported query operator: %.40s", where,
+                             on);
     qop op = ops[k].op;
     bool needs = op != QOP_EXISTS && op != QOP_MISSING;
     if (needs && !v)
-        return storh_err_set(err, STORH_EINVAL, "%s.value: operator %s needs a value.", where,
-                             on);
+        return storh_err_set(err, STORH_EINVAL, "%s.value: operator %s needs a value.", where, on);
     if ((op == QOP_IN || op == QOP_NOTIN) && !json_is_array(v))
         return storh_err_set(err, STORH_EINVAL, "%s.value: %s needs an array.", where, on);
     if (op == QOP_BETWEEN && (!json_is_array(v) || json_array_size(v) != 2))
@@ -345,14 +344,13 @@ static int parse_cond(const json_t *c, clist *pool, size_t *index, const char *w
 }
 
 /* An item: a condition or {"or":[list, list...]}; out = its DNF. */
-static int parse_item(const json_t *it, clist *pool, glist *out, const char *where,
-                      storh_err *err)
+static int parse_item(const json_t *it, clist *pool, glist *out, const char *where, storh_err *err)
 {
     if (!json_is_object(it))
         return storh_err_set(err, STORH_EINVAL, "%s: must be a condition object.", where);
     json_t *alts = json_object_get(it, "or");
     if (!alts) {
-        size_t idx;
+        size_t idx = 0;
         int rc = parse_cond(it, pool, &idx, where, err);
         if (rc)
             return rc;
@@ -396,8 +394,7 @@ static int parse_item(const json_t *it, clist *pool, glist *out, const char *whe
 }
 
 /* A list of items, ANDed. */
-static int parse_list(const json_t *arr, clist *pool, glist *out, const char *where,
-                      storh_err *err)
+static int parse_list(const json_t *arr, clist *pool, glist *out, const char *where, storh_err *err)
 {
     if (!json_is_array(arr))
         return storh_err_set(err, STORH_EINVAL, "%s: must be an array of conditions.", where);
@@ -511,7 +508,8 @@ int query_parse(const json_t *body, query *q, storh_err *err)
     }
     json_t *cur = json_object_get(body, "cursor");
     if (cur && !json_is_null(cur)) {
-        if (!json_is_string(cur) || !uuid7_is_valid(json_string_value(cur), json_string_length(cur))) {
+        if (!json_is_string(cur) ||
+            !uuid7_is_valid(json_string_value(cur), json_string_length(cur))) {
             rc = storh_err_set(err, STORH_EINVAL, "cursor: Invalid UUIDv7 value.");
             goto fail;
         }

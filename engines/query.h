@@ -39,7 +39,7 @@ typedef enum {
 typedef struct qcond {
     char *field;
     qop op;
-    json_t *value;  /* the operand; for in/notIn the list; for between [a,b] */
+    json_t *value; /* the operand; for in/notIn the list; for between [a,b] */
 } qcond;
 
 typedef struct qgroup {

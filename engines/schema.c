@@ -100,8 +100,8 @@ json_t *schema_to_json(const schema *s)
         const schema_field *f = &s->f[i];
         json_object_set_new(fields, f->name,
                             json_pack("{sssbsbsbsb}", "type", type_names[f->type], "required",
-                                      f->required, "index", f->index, "unique", f->unique,
-                                      "range", f->range));
+                                      f->required, "index", f->index, "unique", f->unique, "range",
+                                      f->range));
     }
     return json_pack("{so}", "fields", fields);
 }

@@ -42,6 +42,12 @@ static const opt_def opts[] = {
      "segment size of logs (default 1048576)"},
     {"log-partition", "STORHD_LOG_PARTITION", OPT_STR, OFF(log_partition),
      "partition of logs: none, daily or monthly (default none)"},
+    {"cache-validation", "STORHD_CACHE_VALIDATION", OPT_STR, OFF(cache_validation),
+     "record cache hits checked by stat (mtime+size), hash (xxh128) or trust (default stat)"},
+    {"cache-entries", "STORHD_CACHE_ENTRIES", OPT_INT, OFF(cache_entries),
+     "record cache entries per collection (default 100000)"},
+    {"cache-bytes", "STORHD_CACHE_BYTES", OPT_SIZE, OFF(cache_bytes),
+     "record cache bytes per collection (default 67108864)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -117,9 +123,10 @@ static int set_opt(config *cfg, const opt_def *o, const char *v, const char *whe
     case OPT_INT: {
         errno = 0;
         long n = strtol(v, &end, 10);
-        if (errno || *end || end == v || n <= 0 || n > 1000000) {
-            fprintf(stderr, "storhd: %s %s: expected a positive integer, got '%s'\n", where,
-                    o->flag, v);
+        bool zero_ok = o->offset == OFF(cache_entries);
+        if (errno || *end || end == v || n < (zero_ok ? 0 : 1) || n > 100000000) {
+            fprintf(stderr, "storhd: %s %s: expected an integer >= %d, got '%s'\n", where, o->flag,
+                    zero_ok ? 0 : 1, v);
             return -1;
         }
         if (o->offset == OFF(max_conns))
@@ -207,6 +214,9 @@ int config_load(config *cfg, int argc, char **argv)
     cfg->workers = 32;
     cfg->log_segment_bytes = 1024 * 1024;
     cfg->log_partition = strdup("none");
+    cfg->cache_validation = strdup("stat");
+    cfg->cache_entries = 100000;
+    cfg->cache_bytes = 64 * 1024 * 1024;
 
     struct option lo[NOPTS + 3];
     for (size_t i = 0; i < NOPTS; i++)
@@ -263,6 +273,10 @@ int config_load(config *cfg, int argc, char **argv)
         if (set_opt(cfg, o, v, "flag"))
             return -1;
     }
+    if (config_cache_mode(cfg) < 0) {
+        fprintf(stderr, "storhd: --cache-validation must be stat, hash or trust\n");
+        return -1;
+    }
     seglog_opts check;
     char msg[160];
     if (config_log_opts(cfg, "*", &check, msg, sizeof msg)) {
@@ -270,6 +284,15 @@ int config_load(config *cfg, int argc, char **argv)
         return -1;
     }
     return 0;
+}
+
+int config_cache_mode(const config *cfg)
+{
+    static const char *const modes[] = {"stat", "hash", "trust"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(cfg->cache_validation, modes[i]))
+            return i; /* the order of rcache_mode */
+    return -1;
 }
 
 static int partition_of(const char *p, int *out)
@@ -320,6 +343,7 @@ void config_free(config *cfg)
     free(cfg->listen_host);
     free(cfg->config_file);
     free(cfg->log_partition);
+    free(cfg->cache_validation);
     json_decref(cfg->logs);
     memset(cfg, 0, sizeof *cfg);
 }

@@ -23,6 +23,9 @@ typedef struct config {
     size_t log_segment_bytes; /* default segment size of a log */
     char *log_partition;      /* default partition: none, daily, monthly */
     json_t *logs;             /* config file "logs": {stream: {...}}; owned, may be NULL */
+    char *cache_validation;   /* stat, hash, trust (record cache hits) */
+    int cache_entries;        /* per collection; 0 turns the cache off */
+    size_t cache_bytes;       /* per collection */
 } config;
 
 /* Fills cfg from argv and the environment. Returns 0 to run, 1 when --help
@@ -35,6 +38,8 @@ void config_free(config *cfg);
 struct seglog_opts;
 int config_log_opts(const config *cfg, const char *name, struct seglog_opts *o, char *msg,
                     size_t cap);
+/* cache_validation as an rcache_mode, -1 if unknown. */
+int config_cache_mode(const config *cfg);
 /* True if listen_host is a loopback address. */
 bool config_listen_is_loopback(const config *cfg);
 

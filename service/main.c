@@ -11,6 +11,7 @@
 #include "http.h"
 #include "longpoll.h"
 #include "metrics.h"
+#include "rcache.h"
 #include "routes.h"
 #include "service.h"
 
@@ -27,11 +28,28 @@ static void queue_depth(void *ctx, const char *name, queue *q)
     json_decref(c);
 }
 
-static void render_queues(buf *out, void *ctx)
+static void render_engines(buf *out, void *ctx)
 {
     buf_appends(out, "# HELP storhd_queue_jobs Jobs by queue and state.\n"
                      "# TYPE storhd_queue_jobs gauge\n");
     registry_each_queue(ctx, queue_depth, out);
+    rcache_stats c;
+    rcache_totals(&c);
+    buf_printf(out,
+               "# HELP storhd_cache_total Record cache lookups and evictions.\n"
+               "# TYPE storhd_cache_total counter\n"
+               "storhd_cache_total{cache=\"record\",event=\"hit\"} %llu\n"
+               "storhd_cache_total{cache=\"record\",event=\"miss\"} %llu\n"
+               "storhd_cache_total{cache=\"record\",event=\"eviction\"} %llu\n"
+               "# HELP storhd_cache_entries Entries held by caches.\n"
+               "# TYPE storhd_cache_entries gauge\n"
+               "storhd_cache_entries{cache=\"record\"} %llu\n"
+               "# HELP storhd_cache_bytes Bytes held by caches.\n"
+               "# TYPE storhd_cache_bytes gauge\n"
+               "storhd_cache_bytes{cache=\"record\"} %llu\n",
+               (unsigned long long)c.hits, (unsigned long long)c.misses,
+               (unsigned long long)c.evictions, (unsigned long long)c.entries,
+               (unsigned long long)c.bytes);
 }
 
 int main(int argc, char **argv)
@@ -58,14 +76,15 @@ int main(int argc, char **argv)
         return 1;
     }
     svc.routes = routes_table(&svc.nroutes);
-    svc.reg = registry_new(svc.cfg.root);
+    svc.reg = registry_new(svc.cfg.root, config_cache_mode(&svc.cfg), (size_t)svc.cfg.cache_entries,
+                           svc.cfg.cache_bytes);
     svc.pool = workpool_new(svc.cfg.workers);
     if (!svc.reg || !svc.pool || metrics_init(svc.routes, svc.nroutes) != 0 ||
         longpoll_start() != 0) {
         fprintf(stderr, "storhd: out of memory\n");
         return 1;
     }
-    metrics_set_extra(render_queues, svc.reg);
+    metrics_set_extra(render_engines, svc.reg);
     /* signals are taken by sigwait below; worker threads inherit the mask */
     sigset_t set;
     sigemptyset(&set);

@@ -22,17 +22,22 @@ typedef struct entry {
 
 struct registry {
     char *root;
+    int cache_mode;
+    size_t cache_entries, cache_bytes;
     pthread_rwlock_t mu;
     entry *buckets[REGISTRY_BUCKETS];
 };
 
-registry *registry_new(const char *root)
+registry *registry_new(const char *root, int cache_mode, size_t cache_entries, size_t cache_bytes)
 {
     registry *r = calloc(1, sizeof *r);
     if (!r || !(r->root = strdup(root))) {
         free(r);
         return NULL;
     }
+    r->cache_mode = cache_mode;
+    r->cache_entries = cache_entries;
+    r->cache_bytes = cache_bytes;
     pthread_rwlock_init(&r->mu, NULL);
     return r;
 }
@@ -123,7 +128,11 @@ static int open_doc(registry *r, const char *name, const void *opts, bool create
 {
     (void)opts;
     (void)create;
-    return docstore_open(r->root, name, (docstore **)h, err);
+    int rc = docstore_open(r->root, name, (docstore **)h, err);
+    if (!rc && r->cache_entries &&
+        (rc = docstore_set_cache(*h, r->cache_mode, r->cache_entries, r->cache_bytes, err)))
+        docstore_close(*h);
+    return rc;
 }
 
 static int open_log(registry *r, const char *name, const void *opts, bool create, void **h,

@@ -15,7 +15,8 @@
 
 typedef struct registry registry;
 
-registry *registry_new(const char *root);
+/* cache_mode: an rcache_mode; cache_entries 0 = no record cache. */
+registry *registry_new(const char *root, int cache_mode, size_t cache_entries, size_t cache_bytes);
 void registry_free(registry *r);
 /* Handles are owned by the registry (do not close them). */
 int registry_docstore(registry *r, const char *name, docstore **out, storh_err *err);

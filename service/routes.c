@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "h_docadmin.h"
 #include "h_docs.h"
 #include "h_logs.h"
 #include "h_queues.h"
@@ -25,6 +26,8 @@ static const route table[] = {
      "New monotonic UUIDv7 ids (?count=1..1000)."},
     {"GET", "/v1/uuid/{uuid}", h_uuid_check, NULL, NULL, ROUTE_BODY_NONE, NULL,
      "Validate a UUIDv7 and read its timestamp."},
+    {"POST", "/v1/filter", h_filter, NULL, NULL, ROUTE_BODY_JSON, NULL,
+     "Filter posted rows with a where list: {rows:[...], where:[...]} -> {rows}."},
     {"POST", DOCS, h_docs_create, NULL, NULL, ROUTE_BODY_JSON, "docs:write",
      "Create a record with a new id; body = data object."},
     {"GET", DOCS, h_docs_list, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
@@ -38,6 +41,25 @@ static const route table[] = {
      "Record count, bytes, corrupt records, indexes."},
     {"GET", DOCS "/_health", h_docs_health, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
      "Health of the collection: ok, errors, stats."},
+    {"POST", DOCS "/_query", h_docs_query, NULL, NULL, ROUTE_BODY_JSON, "docs:read",
+     "Query: where (eq neq in notIn gt gte lt lte between exists missing prefix, or groups), "
+     "orderBy, limit, cursor, count, explain."},
+    {"GET", DOCS "/_indexes", h_docs_indexes_get, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
+     "Index definitions."},
+    {"PUT", DOCS "/_indexes", h_docs_indexes_put, NULL, NULL, ROUTE_BODY_JSON, "docs:admin",
+     "Add index definitions {fields:[{field,unique,range}]}; rebuilds when changed."},
+    {"GET", DOCS "/_schema", h_docs_schema_get, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
+     "The collection's schema."},
+    {"PUT", DOCS "/_schema", h_docs_schema_put, NULL, NULL, ROUTE_BODY_JSON, "docs:admin",
+     "Set the schema {fields:{name:{type,required,index,unique,range}}}; 422 on violations."},
+    {"GET", DOCS "/_verify", h_docs_verify, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
+     "Corrupt records and index drift against a full scan."},
+    {"POST", DOCS "/_repair", h_docs_repair, NULL, NULL, ROUTE_BODY_NONE, "docs:admin",
+     "Quarantine corrupt records to .storh/corrupt/, rebuild indexes."},
+    {"POST", DOCS "/_reindex", h_docs_reindex, NULL, NULL, ROUTE_BODY_NONE, "docs:admin",
+     "Rebuild every index entry from the records."},
+    {"POST", DOCS "/_compact", h_docs_compact, NULL, NULL, ROUTE_BODY_NONE, "docs:admin",
+     "storh's compact(): a report, nothing to do for per-file records."},
     {"GET", DOCS "/{id}", h_docs_get, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
      "Read one record (ETag, If-None-Match -> 304)."},
     {"PUT", DOCS "/{id}", h_docs_put, NULL, NULL, ROUTE_BODY_JSON, "docs:write",
@@ -51,6 +73,8 @@ static const route table[] = {
      "Stream live records in log order as NDJSON (after, limit, from_ms, until_ms, eq.FIELD)."},
     {"POST", LOGS "/_bulk", h_logs_bulk_end, h_logs_bulk_begin, h_logs_bulk_body, ROUTE_BODY_NDJSON,
      "logs:write", "Append NDJSON rows; all or nothing, one fsync."},
+    {"POST", LOGS "/_query", h_logs_query, NULL, NULL, ROUTE_BODY_JSON, "logs:read",
+     "Query the live records (same body as docs _query; a scan in log order)."},
     {"POST", LOGS "/_compact", h_logs_compact, NULL, NULL, ROUTE_BODY_NONE, "logs:admin",
      "Compact sealed segments (drops superseded versions and tombstones)."},
     {"POST", LOGS "/_retain", h_logs_retain, NULL, NULL, ROUTE_BODY_JSON, "logs:admin",

@@ -71,6 +71,17 @@ TEST(openapi_lists_every_route)
         {"/v1/queues/{queue}", "get"},
         {"/v1/queues/{queue}/_verify", "get"},
         {"/v1/queues/{queue}/_repair", "post"},
+        {"/v1/filter", "post"},
+        {"/v1/docs/{collection}/_query", "post"},
+        {"/v1/docs/{collection}/_indexes", "get"},
+        {"/v1/docs/{collection}/_indexes", "put"},
+        {"/v1/docs/{collection}/_schema", "get"},
+        {"/v1/docs/{collection}/_schema", "put"},
+        {"/v1/docs/{collection}/_verify", "get"},
+        {"/v1/docs/{collection}/_repair", "post"},
+        {"/v1/docs/{collection}/_reindex", "post"},
+        {"/v1/docs/{collection}/_compact", "post"},
+        {"/v1/logs/{stream}/_query", "post"},
     };
     size_t ops = 0;
     const char *k;

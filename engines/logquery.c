@@ -1,0 +1,67 @@
+#include "logquery.h"
+
+#include <string.h>
+
+int logquery_run(seglog *s, const query *q, json_t **out, storh_err *err)
+{
+    if (q->explain) {
+        *out = json_pack("{sssss[]si}", "store", "Storh\\SegmentedLogStore", "plan", "full_scan",
+                         "indexes", "groups", (int)(q->ngroups ? q->ngroups : 1));
+        return 0;
+    }
+    if (q->count && q->ngroups == 0 && !q->has_cursor) {
+        size_t n = seglog_count(s);
+        if (q->limit && n > q->limit)
+            n = q->limit;
+        *out = json_pack("{sI}", "count", (json_int_t)n);
+        return 0;
+    }
+    bool by_id = q->order_field && !strcmp(q->order_field, "id") && !q->desc;
+    bool early = q->limit && !q->order_field && !q->count;
+    recquery rq;
+    recquery_init(&rq);
+    if (q->has_cursor)
+        recquery_after(&rq, q->cursor, UUID7_LEN, NULL);
+    seglog_iter *it = NULL;
+    int rc = seglog_iter_open(s, &rq, &it, err);
+    json_t *rows = json_array();
+    while (!rc) {
+        const char *id;
+        json_t *data;
+        int r = seglog_iter_next(it, &id, &data, err);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            rc = r;
+            break;
+        }
+        if (query_match(q, id, data))
+            json_array_append_new(rows, json_pack("{ssso}", "id", id, "data", data));
+        else
+            json_decref(data);
+        if (early && json_array_size(rows) >= q->limit)
+            break;
+    }
+    seglog_iter_close(it);
+    recquery_clear(&rq);
+    if (rc) {
+        json_decref(rows);
+        return rc;
+    }
+    if (q->count) {
+        size_t n = json_array_size(rows);
+        if (q->limit && n > q->limit)
+            n = q->limit;
+        json_decref(rows);
+        *out = json_pack("{sI}", "count", (json_int_t)n);
+        return 0;
+    }
+    query_sort(q, rows);
+    while (q->limit && json_array_size(rows) > q->limit)
+        json_array_remove(rows, json_array_size(rows) - 1);
+    json_t *next = json_null();
+    if (by_id && q->limit && json_array_size(rows) == q->limit)
+        next = json_incref(json_object_get(json_array_get(rows, q->limit - 1), "id"));
+    *out = json_pack("{soso}", "records", rows, "next_cursor", next);
+    return 0;
+}

@@ -1,0 +1,222 @@
+#include "h_docadmin.h"
+
+#include <string.h>
+
+#include "docstore.h"
+#include "http.h"
+#include "logquery.h"
+#include "query.h"
+#include "reqparse.h"
+
+static docstore *store_for(http_req *req)
+{
+    docstore *ds = NULL;
+    storh_err err;
+    if (registry_docstore(http_service(req)->reg, http_param(req, "collection"), &ds, &err)) {
+        http_reply_storh(req, &err);
+        return NULL;
+    }
+    return ds;
+}
+
+static int reply_owned(http_req *req, int status, json_t *o)
+{
+    http_reply_json(req, status, o);
+    json_decref(o);
+    return 0;
+}
+
+/* Parses the body as a query; replies 400 itself on failure. */
+static bool body_query(http_req *req, query *q)
+{
+    json_t *body = http_body_object(req);
+    if (!body)
+        return false;
+    storh_err err;
+    int rc = query_parse(body, q, &err);
+    json_decref(body);
+    if (rc) {
+        http_reply_storh(req, &err);
+        return false;
+    }
+    return true;
+}
+
+int h_docs_query(http_req *req)
+{
+    docstore *ds = store_for(req);
+    query q;
+    if (!ds || !body_query(req, &q))
+        return 0;
+    json_t *out;
+    storh_err err;
+    int rc = docstore_query(ds, &q, &out, &err);
+    query_free(&q);
+    if (rc)
+        return http_reply_storh(req, &err);
+    return reply_owned(req, 200, out);
+}
+
+int h_logs_query(http_req *req)
+{
+    service *svc = http_service(req);
+    const char *name = http_param(req, "stream");
+    seglog_opts o;
+    char msg[160];
+    if (config_log_opts(&svc->cfg, name, &o, msg, sizeof msg))
+        return http_reply_error(req, 500, "%s", msg);
+    seglog *s;
+    storh_err err;
+    if (registry_seglog(svc->reg, name, &o, false, &s, &err))
+        return http_reply_storh(req, &err);
+    query q;
+    if (!body_query(req, &q))
+        return 0;
+    json_t *out;
+    int rc = logquery_run(s, &q, &out, &err);
+    query_free(&q);
+    if (rc)
+        return http_reply_storh(req, &err);
+    return reply_owned(req, 200, out);
+}
+
+int h_docs_indexes_get(http_req *req)
+{
+    docstore *ds = store_for(req);
+    return ds ? reply_owned(req, 200, docstore_indexes(ds)) : 0;
+}
+
+static int indexes_put_work(http_req *req)
+{
+    bool rebuild;
+    char msg[160];
+    if (!reqparse_bool(req, "rebuild", true, &rebuild, msg, sizeof msg))
+        return http_reply_error(req, 400, "%s", msg);
+    docstore *ds = store_for(req);
+    json_t *body = ds ? http_body_object(req) : NULL;
+    if (!body)
+        return 0;
+    json_t *out;
+    storh_err err;
+    int rc = docstore_define_indexes(ds, body, rebuild, &out, &err);
+    json_decref(body);
+    return rc ? http_reply_storh(req, &err) : reply_owned(req, 200, out);
+}
+
+int h_docs_indexes_put(http_req *req)
+{
+    http_defer(req, indexes_put_work);
+    return 0;
+}
+
+int h_docs_schema_get(http_req *req)
+{
+    docstore *ds = store_for(req);
+    return ds ? reply_owned(req, 200, docstore_schema(ds)) : 0;
+}
+
+static int schema_put_work(http_req *req)
+{
+    docstore *ds = store_for(req);
+    json_t *body = ds ? http_body_object(req) : NULL;
+    if (!body)
+        return 0;
+    json_t *out;
+    storh_err err;
+    int rc = docstore_set_schema(ds, body, &out, &err);
+    json_decref(body);
+    return rc ? http_reply_storh(req, &err) : reply_owned(req, 200, out);
+}
+
+int h_docs_schema_put(http_req *req)
+{
+    http_defer(req, schema_put_work);
+    return 0;
+}
+
+static int engine_op(http_req *req, int (*fn)(docstore *, json_t **, storh_err *))
+{
+    docstore *ds = store_for(req);
+    if (!ds)
+        return 0;
+    json_t *out;
+    storh_err err;
+    if (fn(ds, &out, &err))
+        return http_reply_storh(req, &err);
+    return reply_owned(req, 200, out);
+}
+
+static int verify_work(http_req *req)
+{
+    return engine_op(req, docstore_health);
+}
+
+int h_docs_verify(http_req *req)
+{
+    http_defer(req, verify_work);
+    return 0;
+}
+
+static int repair_work(http_req *req)
+{
+    return engine_op(req, docstore_repair);
+}
+
+int h_docs_repair(http_req *req)
+{
+    http_defer(req, repair_work);
+    return 0;
+}
+
+static int reindex_work(http_req *req)
+{
+    return engine_op(req, docstore_reindex);
+}
+
+int h_docs_reindex(http_req *req)
+{
+    http_defer(req, reindex_work);
+    return 0;
+}
+
+static int compact_work(http_req *req)
+{
+    return engine_op(req, docstore_compact);
+}
+
+int h_docs_compact(http_req *req)
+{
+    http_defer(req, compact_work);
+    return 0;
+}
+
+int h_filter(http_req *req)
+{
+    json_t *body = http_body_object(req);
+    if (!body)
+        return 0;
+    json_t *rows = json_object_get(body, "rows");
+    json_t *where = json_object_get(body, "where");
+    if (!json_is_array(rows) || (where && !json_is_array(where))) {
+        json_decref(body);
+        return http_reply_error(req, 400, "Body needs \"rows\": [...] and \"where\": [...].");
+    }
+    query q;
+    memset(&q, 0, sizeof q);
+    storh_err err;
+    if (where && query_parse_where(where, &q, &err)) {
+        json_decref(body);
+        return http_reply_storh(req, &err);
+    }
+    json_t *out = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        if (query_match(&q, NULL, row))
+            json_array_append(out, row);
+    }
+    query_free(&q);
+    json_decref(body);
+    return reply_owned(req, 200, json_pack("{so}", "rows", out));
+}
