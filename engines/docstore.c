@@ -1,6 +1,7 @@
 #include "docstore.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -29,6 +30,11 @@ struct docstore_stage {
     stage_row *rows;
     size_t n, cap;
     buf enc;
+    /* bulk stages write temps without fsync and make them all durable with
+     * one syncfs(2) before the renames; a single put fsyncs its temp */
+    bool bulk;
+    int sync_fd; /* a descriptor on the collection's filesystem, opened at the
+                    first row so syncfs reports every writeback error since */
 };
 
 typedef struct iter_entry {
@@ -348,6 +354,8 @@ int docstore_stage_begin(docstore *ds, docstore_stage **out, storh_err *err)
     if (!st)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     st->ds = ds;
+    st->bulk = true;
+    st->sync_fd = -1;
     *out = st;
     return 0;
 }
@@ -381,13 +389,16 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     fsx_dirname(final, shard, sizeof shard);
     unsigned long seq = atomic_fetch_add(&ds->tmp_seq, 1) + 1;
     int rc = fsx_pathf(tmp, err, "%s/.%s.%lu.tmp", shard, ds->identity, seq);
+    if (!rc && st->bulk && st->sync_fd < 0 &&
+        (st->sync_fd = open(ds->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        rc = storh_err_sys(err, errno, "Could not open %s", ds->dir);
     if (!rc)
-        rc = fsx_write_synced(tmp, st->enc.data, st->enc.len, err);
+        rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk, err);
     if (rc && rc != STORH_ENOSPC) {
         /* most likely a shard dir not made yet (perhaps by a racing thread
          * right now): make it, then try once more */
         if (fsx_mkdirs(shard, true, NULL) == 0)
-            rc = fsx_write_synced(tmp, st->enc.data, st->enc.len, err);
+            rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk, err);
     }
     if (rc)
         return rc;
@@ -523,6 +534,8 @@ static void stage_free(docstore_stage *st, size_t from_row)
     }
     free(st->rows);
     buf_free(&st->enc);
+    if (st->sync_fd >= 0)
+        close(st->sync_fd);
     free(st);
 }
 
@@ -573,6 +586,11 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
     *done = 0;
     if (st->n == 0)
         return 0;
+    /* every temp durable before any rename: one barrier for the batch */
+    if (st->bulk && syncfs(st->sync_fd) != 0)
+        return storh_err_sys(err, errno, "Could not sync staged records of %s", ds->dir);
+    if (st->bulk)
+        estats_add(ESTAT_FSYNC_FS, 1);
     size_t cap = st->n < COMMIT_MAX_DIRS ? st->n : COMMIT_MAX_DIRS;
     char(*dirs)[PATH_MAX] = malloc(sizeof *dirs * cap);
     if (!dirs)
@@ -616,10 +634,17 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
         else
             rc = fsx_fsync_dir(d, err);
     }
-    for (size_t j = 0; j < ndirs; j++) {
-        int frc = fsx_fsync_dir(dirs[j], rc ? NULL : err);
-        if (frc && !rc)
-            rc = frc;
+    if (st->bulk && *done) { /* one barrier for every directory the renames touched */
+        if (syncfs(st->sync_fd) != 0 && !rc)
+            rc = storh_err_sys(err, errno, "Could not sync renamed records of %s", ds->dir);
+        else
+            estats_add(ESTAT_FSYNC_FS, 1);
+    } else {
+        for (size_t j = 0; j < ndirs; j++) {
+            int frc = fsx_fsync_dir(dirs[j], rc ? NULL : err);
+            if (frc && !rc)
+                rc = frc;
+        }
     }
     docstore_unlock(ds, &l);
     free(dirs);
@@ -645,6 +670,7 @@ int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_L
     int rc = docstore_stage_begin(ds, &st, err);
     if (rc)
         return rc;
+    st->bulk = false; /* one row: its own fsync, outside the collection lock */
     if ((rc = docstore_stage_put(st, id, data, out_id, err))) {
         docstore_stage_abort(st);
         return rc;

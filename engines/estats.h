@@ -10,6 +10,7 @@
 typedef enum {
     ESTAT_FSYNC_FILE,
     ESTAT_FSYNC_DIR,
+    ESTAT_FSYNC_FS,
     ESTAT_RENAME,
     ESTAT_DOC_PUT,
     ESTAT_DOC_GET,

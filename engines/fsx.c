@@ -91,6 +91,11 @@ static int write_all(int fd, const char *p, size_t len)
 
 int fsx_write_synced(const char *path, const void *data, size_t len, storh_err *err)
 {
+    return fsx_write_file(path, data, len, true, err);
+}
+
+int fsx_write_file(const char *path, const void *data, size_t len, bool sync, storh_err *err)
+{
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0)
         return storh_err_sys(err, errno, "Could not open temporary storage file for writing: %s",
@@ -98,9 +103,9 @@ int fsx_write_synced(const char *path, const void *data, size_t len, storh_err *
     int rc = 0;
     if (write_all(fd, data, len) != 0)
         rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
-    else if (fsync(fd) != 0)
+    else if (sync && fsync(fd) != 0)
         rc = storh_err_sys(err, errno, "Could not sync storage file: %s", path);
-    else
+    else if (sync)
         estats_add(ESTAT_FSYNC_FILE, 1);
     if (close(fd) != 0 && rc == 0)
         rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);

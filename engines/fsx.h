@@ -21,6 +21,9 @@ int fsx_read_all(const char *path, buf *out, storh_err *err);
 /* Creates path exclusively, writes data, fsyncs and closes it. On failure the
  * file is removed. */
 int fsx_write_synced(const char *path, const void *data, size_t len, storh_err *err);
+/* The same with the fsync optional: without it the caller owes a barrier
+ * (fsync or syncfs) before relying on the bytes. */
+int fsx_write_file(const char *path, const void *data, size_t len, bool sync, storh_err *err);
 /* fsync of a directory. */
 int fsx_fsync_dir(const char *dir, storh_err *err);
 /* rename(from, to) then fsync of to's directory (skipped when sync_dir is
