@@ -20,6 +20,9 @@ echo "== release build (warnings are errors at -O3 too)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
 cmake --build build/release -j"$jobs"
 
+echo "== bench ci (a 1k run of every engine, gated against bench/baselines/ci-1k-all.json)"
+bench/bench.sh ci >/dev/null
+
 echo "== build and test (RelWithDebInfo)"
 cmake -S . -B build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/test -j"$jobs"

@@ -1,0 +1,16 @@
+# bench gate: passes on an unchanged result, fails (exit 1) on a regressed
+# one, for all metrics and for a named one. Files are written here, not kept.
+file(MAKE_DIRECTORY ${WORK})
+set(base "{\"schema\":1,\"metrics\":{\"doc.put\":{\"value\":1000,\"unit\":\"records/s\",\"better\":\"higher\"},\"doc.get\":{\"value\":5,\"unit\":\"us\",\"better\":\"lower\"}}}")
+set(slow "{\"schema\":1,\"metrics\":{\"doc.put\":{\"value\":500,\"unit\":\"records/s\",\"better\":\"higher\"},\"doc.get\":{\"value\":5.2,\"unit\":\"us\",\"better\":\"lower\"}}}")
+file(WRITE ${WORK}/base.json "${base}")
+file(WRITE ${WORK}/slow.json "${slow}")
+execute_process(COMMAND ${BENCH} gate ${WORK}/base.json ${WORK}/base.json RESULT_VARIABLE same)
+execute_process(COMMAND ${BENCH} gate ${WORK}/base.json ${WORK}/slow.json --threshold=10 RESULT_VARIABLE all)
+execute_process(COMMAND ${BENCH} gate ${WORK}/base.json ${WORK}/slow.json --threshold=10 --metric=doc.get RESULT_VARIABLE get)
+execute_process(COMMAND ${BENCH} gate ${WORK}/base.json ${WORK}/slow.json --threshold=10 --metric=doc.put RESULT_VARIABLE put)
+execute_process(COMMAND ${BENCH} gate ${WORK}/base.json ${WORK}/slow.json --threshold=150 RESULT_VARIABLE loose)
+if(NOT same EQUAL 0 OR NOT all EQUAL 1 OR NOT get EQUAL 0 OR NOT put EQUAL 1 OR NOT loose EQUAL 0)
+  message(FATAL_ERROR "gate: same=${same} all=${all} get=${get} put=${put} loose=${loose}")
+endif()
+message("5 passed, 0 failed")
