@@ -662,8 +662,8 @@ static int cmd_gate(const char *base, const char *cur, double threshold, char **
         bool higher = !strcmp(json_string_value(json_object_get(m, "better")), "higher");
         /* worse by more than threshold percent, as a ratio: 10 means 1.1x
          * slower whether the metric is a rate or a latency */
-        double worse = higher ? (vb > 0 ? (va / vb - 1) * 100 : 1e9)
-                              : (va > 0 ? (vb / va - 1) * 100 : 0);
+        double worse =
+            higher ? (vb > 0 ? (va / vb - 1) * 100 : 1e9) : (va > 0 ? (vb / va - 1) * 100 : 0);
         checked++;
         if (va > 0 && worse > threshold) {
             printf("REGRESSION %s: %.4g -> %.4g %s (%.1f%% worse, threshold %.0f%%)\n", k, va, vb,

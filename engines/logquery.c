@@ -16,6 +16,21 @@ int logquery_run(seglog *s, const query *q, json_t **out, storh_err *err)
         *out = json_pack("{sI}", "count", (json_int_t)n);
         return 0;
     }
+    if (q->count && q->ngroups == 1 && q->groups[0].n == 1 && !q->has_cursor &&
+        q->groups[0].c[0].op == QOP_EQ && strcmp(q->groups[0].c[0].field, "id") != 0) {
+        size_t n;
+        bool served;
+        int rc =
+            seglog_count_eq(s, q->groups[0].c[0].field, q->groups[0].c[0].value, &n, &served, err);
+        if (rc)
+            return rc;
+        if (served) {
+            if (q->limit && n > q->limit)
+                n = q->limit;
+            *out = json_pack("{sI}", "count", (json_int_t)n);
+            return 0;
+        }
+    }
     bool by_id = q->order_field && !strcmp(q->order_field, "id") && !q->desc;
     bool early = q->limit && !q->order_field && !q->count;
     recquery rq;

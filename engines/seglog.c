@@ -75,7 +75,13 @@ struct seglog {
     struct stat manifest_st;
     gcommit gc;
     unsigned long tmp_seq;
+    /* equality counters, storh's count() fast path: field -> {SJSON(value)
+     * -> count}, built on the first count of a field, kept up to date by
+     * appends of new ids, and dropped (all of them) by a re-put or a delete */
+    json_t *counters;
 };
+
+#define COUNTER_MAX_VALUES 64
 
 /* ---------- helpers ---------- */
 
@@ -176,7 +182,10 @@ static bool line_valid(const char *p, size_t n, int *op, char id[UUID7_LEN + 1])
     return frame_decode(p, n, false, &j, &jl, NULL) == 0 && parse_envelope(j, jl, op, id) == 0;
 }
 
-static void apply(seglog *s, uint32_t si, uint64_t off, int op, const char *id)
+static void counters_note(seglog *s, int op, bool created, const char *line, size_t len);
+
+static void apply(seglog *s, uint32_t si, uint64_t off, int op, const char *id, const char *line,
+                  size_t len)
 {
     seg *g = &s->segs[si];
     if (g->records % s->o.sparse_interval == 0) {
@@ -206,7 +215,10 @@ static void apply(seglog *s, uint32_t si, uint64_t off, int op, const char *id)
             memcpy(g->max, id, UUID7_LEN + 1);
     }
     g->records++;
-    live *v = idmap_put(&s->state, id, NULL);
+    bool created = false;
+    live *v = idmap_put(&s->state, id, &created);
+    if (s->counters)
+        counters_note(s, op, created || (v && v->deleted), line, len);
     if (v) {
         v->seg = si;
         v->off = off;
@@ -244,13 +256,13 @@ static uint64_t scan_lines(seglog *s, uint32_t si, const char *b, uint64_t base,
                 *torn = true;
                 return base + pos;
             }
-            apply(s, si, base + pos, op, id);
+            apply(s, si, base + pos, op, id, b + pos, end - pos);
             if (last_active)
                 s->need_lf = true;
             return base + len;
         }
         if (ok)
-            apply(s, si, base + pos, op, id);
+            apply(s, si, base + pos, op, id, b + pos, end - pos);
         else if (end > pos) /* an empty line is not worth reporting */
             note_bad(s, si, base + pos, end - pos);
         pos = end + 1;
@@ -261,6 +273,8 @@ static uint64_t scan_lines(seglog *s, uint32_t si, const char *b, uint64_t base,
 /* Rebuilds the state index from every listed segment. */
 static int replay(seglog *s, bool truncate_torn, storh_err *err)
 {
+    json_decref(s->counters);
+    s->counters = NULL;
     idmap_clear(&s->state);
     s->nbad = 0;
     s->need_lf = false;
@@ -604,6 +618,7 @@ void seglog_close(seglog *s)
     fsx_lock_close(&s->lock);
     segs_free(s);
     idmap_free(&s->state);
+    json_decref(s->counters);
     free(s->bad);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -1361,7 +1376,7 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
             /* stats and sparse entries of the output, by the same rules */
             tmp.segs = &o.g;
             tmp.nsegs = 1;
-            apply(&tmp, 0, at, OP_PUT, id);
+            apply(&tmp, 0, at, OP_PUT, id, NULL, 0);
             kept++;
             if (o.bytes.len >= s->o.max_segment_bytes)
                 rc = finish_output(s, &o, &outs, &nouts, err);
@@ -1643,4 +1658,110 @@ int seglog_repair(seglog *s, json_t **out, storh_err *err)
         return rc;
     *out = json_pack("{sbsIso}", "ok", 1, "quarantined", (json_int_t)quarantined, "stats", stats);
     return *out ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+}
+
+/* ---------- equality counters ---------- */
+
+static void count_value(json_t *counts, const json_t *v, json_int_t delta)
+{
+    buf k = BUF_INIT;
+    sjson_encode(&k, v, 0, NULL);
+    json_t *c = json_object_get(counts, k.data ? k.data : "");
+    json_int_t n = (c ? json_integer_value(c) : 0) + delta;
+    json_object_set_new(counts, k.data ? k.data : "", json_integer(n));
+    buf_free(&k);
+}
+
+/* Under mu, for every applied line while counters exist. */
+static void counters_note(seglog *s, int op, bool fresh, const char *line, size_t len)
+{
+    if (op != OP_PUT || !fresh) { /* the old value is not at hand: start over */
+        json_decref(s->counters);
+        s->counters = NULL;
+        return;
+    }
+    const char *j;
+    size_t jl;
+    if (frame_decode(line, len, false, &j, &jl, NULL) != 0)
+        return;
+    json_t *env = json_loadb(j, jl, JSON_ALLOW_NUL, NULL);
+    json_t *data = seglog_envelope_data(env);
+    const char *field;
+    json_t *counts;
+    json_object_foreach(s->counters, field, counts)
+    {
+        json_t *v = json_object_get(data, field);
+        if (v && !json_is_object(v) && !json_is_array(v) && json_is_object(counts))
+            count_value(counts, v, 1);
+        if (json_is_object(counts) && json_object_size(counts) > COUNTER_MAX_VALUES)
+            json_object_set_new(s->counters, field, json_false()); /* not countable */
+    }
+    json_decref(data);
+    json_decref(env);
+}
+
+int seglog_count_eq(seglog *s, const char *field, const json_t *value, size_t *n, bool *served,
+                    storh_err *err)
+{
+    *served = false;
+    if (json_is_object(value) || json_is_array(value))
+        return 0;
+    buf key = BUF_INIT;
+    sjson_encode(&key, value, 0, NULL);
+    pthread_mutex_lock(&s->mu);
+    json_t *counts = s->counters ? json_object_get(s->counters, field) : NULL;
+    if (json_is_object(counts)) {
+        json_t *c = json_object_get(counts, key.data);
+        *n = c ? (size_t)json_integer_value(c) : 0;
+        *served = true;
+    }
+    bool uncountable = counts && json_is_false(counts);
+    pthread_mutex_unlock(&s->mu);
+    if (*served || uncountable) {
+        buf_free(&key);
+        return 0;
+    }
+    /* build the field's counters from a scan; install them only if nothing
+     * was appended meanwhile (an append would then have been missed) */
+    uint64_t gen0;
+    pthread_mutex_lock(&s->mu);
+    gen0 = s->gc.written + s->gc.gen * (UINT64_C(1) << 48);
+    pthread_mutex_unlock(&s->mu);
+    json_t *built = json_object();
+    seglog_iter *it = NULL;
+    int rc = seglog_iter_open(s, NULL, &it, err);
+    const char *id;
+    json_t *data;
+    while (!rc) {
+        int r = seglog_iter_next(it, &id, &data, err);
+        if (r <= 0) {
+            rc = r;
+            break;
+        }
+        json_t *v = json_object_get(data, field);
+        if (v && !json_is_object(v) && !json_is_array(v))
+            count_value(built, v, 1);
+        json_decref(data);
+    }
+    seglog_iter_close(it);
+    if (rc) {
+        json_decref(built);
+        buf_free(&key);
+        return rc;
+    }
+    json_t *c = json_object_get(built, key.data);
+    *n = c ? (size_t)json_integer_value(c) : 0;
+    *served = true;
+    pthread_mutex_lock(&s->mu);
+    if (gen0 == s->gc.written + s->gc.gen * (UINT64_C(1) << 48)) {
+        if (!s->counters)
+            s->counters = json_object();
+        json_object_set_new(s->counters, field,
+                            json_object_size(built) > COUNTER_MAX_VALUES ? json_false()
+                                                                         : json_incref(built));
+    }
+    pthread_mutex_unlock(&s->mu);
+    json_decref(built);
+    buf_free(&key);
+    return 0;
 }

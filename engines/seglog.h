@@ -88,6 +88,11 @@ int seglog_verify(seglog *s, json_t **out, storh_err *err);
 int seglog_repair(seglog *s, json_t **out, storh_err *err);
 /* Live records. */
 size_t seglog_count(seglog *s);
+/* count() of field == value from the equality counters (storh's fast path):
+ * *served false when the field cannot be counted that way (more than 64
+ * distinct values, or a non-scalar value); the caller then scans. */
+int seglog_count_eq(seglog *s, const char *field, const json_t *value, size_t *n, bool *served,
+                    storh_err *err);
 
 /* The data member of an envelope as storh hands it out: a non-object
  * becomes {}, and if any key is an integer all integer keys are dropped.

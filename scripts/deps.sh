@@ -3,7 +3,8 @@
 # already present are left alone, so a warm machine pays nothing.
 set -euo pipefail
 PKGS=(gcc make cmake pkg-config ca-certificates curl
-      libmicrohttpd-dev libjansson-dev libxxhash-dev libcurl4-openssl-dev)
+      libmicrohttpd-dev libjansson-dev libxxhash-dev libcurl4-openssl-dev
+      libsqlite3-dev libpq-dev postgresql)
 PKGS+=("$@")
 missing=()
 for p in "${PKGS[@]}"; do

@@ -14,11 +14,17 @@ sources=$(git ls-files '*.c' '*.h' 2>/dev/null || find engines service tests -na
 clang-format --dry-run --Werror $sources
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 --inline-suppr \
   --suppress=unknownMacro \
-  -I engines -I service engines service
+  -I engines -I service -I mirror engines service mirror
 
 echo "== release build (warnings are errors at -O3 too)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
 cmake --build build/release -j"$jobs"
+
+echo "== a private PostgreSQL cluster for the tests"
+pgdir=$(mktemp -d "${TMPDIR:-/tmp}/storhd-pg-XXXXXX")
+trap 'scripts/pg.sh stop "$pgdir"; rm -rf "$pgdir"' EXIT
+STORHD_TEST_PG=$(scripts/pg.sh start "$pgdir" $((20000 + RANDOM % 20000)))
+export STORHD_TEST_PG
 
 echo "== bench ci (a 1k run of every engine, gated against bench/baselines/ci-1k-all.json)"
 bench/bench.sh ci >/dev/null

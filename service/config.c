@@ -170,6 +170,11 @@ static int load_file(config *cfg, const char *path)
     json_t *v;
     json_object_foreach(root, key, v)
     {
+        if (!strcmp(key, "mirrors") && json_is_object(v)) {
+            json_decref(cfg->mirrors);
+            cfg->mirrors = json_incref(v);
+            continue;
+        }
         if (!strcmp(key, "logs") && json_is_object(v)) {
             json_decref(cfg->logs);
             cfg->logs = json_incref(v);
@@ -345,6 +350,7 @@ void config_free(config *cfg)
     free(cfg->log_partition);
     free(cfg->cache_validation);
     json_decref(cfg->logs);
+    json_decref(cfg->mirrors);
     memset(cfg, 0, sizeof *cfg);
 }
 

@@ -23,6 +23,7 @@ typedef struct config {
     size_t log_segment_bytes; /* default segment size of a log */
     char *log_partition;      /* default partition: none, daily, monthly */
     json_t *logs;             /* config file "logs": {stream: {...}}; owned, may be NULL */
+    json_t *mirrors;          /* config file "mirrors": {name: {...}}; owned, NULL: default */
     char *cache_validation;   /* stat, hash, trust (record cache hits) */
     int cache_entries;        /* per collection; 0 turns the cache off */
     size_t cache_bytes;       /* per collection */

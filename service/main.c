@@ -8,6 +8,7 @@
 
 #include "accesslog.h"
 #include "fsx.h"
+#include "h_mirror.h"
 #include "http.h"
 #include "longpoll.h"
 #include "metrics.h"
@@ -32,7 +33,9 @@ static void render_engines(buf *out, void *ctx)
 {
     buf_appends(out, "# HELP storhd_queue_jobs Jobs by queue and state.\n"
                      "# TYPE storhd_queue_jobs gauge\n");
-    registry_each_queue(ctx, queue_depth, out);
+    service *svc = ctx;
+    registry_each_queue(svc->reg, queue_depth, out);
+    h_mirror_metrics(svc, out);
     rcache_stats c;
     rcache_totals(&c);
     buf_printf(out,
@@ -84,7 +87,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "storhd: out of memory\n");
         return 1;
     }
-    metrics_set_extra(render_engines, svc.reg);
+    metrics_set_extra(render_engines, &svc);
+    if (h_mirror_setup(&svc) != 0) {
+        h_mirror_teardown(&svc);
+        return 2;
+    }
     /* signals are taken by sigwait below; worker threads inherit the mask */
     sigset_t set;
     sigemptyset(&set);
@@ -117,6 +124,7 @@ int main(int argc, char **argv)
     longpoll_stop();
     workpool_shutdown(svc.pool);
     http_stop(srv);
+    h_mirror_teardown(&svc);
     workpool_free(svc.pool);
     registry_free(svc.reg);
     metrics_free();

@@ -7,6 +7,7 @@
 #include "h_docadmin.h"
 #include "h_docs.h"
 #include "h_logs.h"
+#include "h_mirror.h"
 #include "h_queues.h"
 #include "h_system.h"
 
@@ -26,6 +27,20 @@ static const route table[] = {
      "New monotonic UUIDv7 ids (?count=1..1000)."},
     {"GET", "/v1/uuid/{uuid}", h_uuid_check, NULL, NULL, ROUTE_BODY_NONE, NULL,
      "Validate a UUIDv7 and read its timestamp."},
+    {"POST", "/v1/mirror/install", h_mirror_install, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
+     "Create the mirror tables (?mirror=, ?collection=)."},
+    {"DELETE", "/v1/mirror", h_mirror_uninstall, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
+     "Drop the mirror tables."},
+    {"POST", "/v1/mirror/push", h_mirror_push, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
+     "Push changes by content hash, one transaction per collection (?collection=)."},
+    {"POST", "/v1/mirror/flush", h_mirror_flush, NULL, NULL, ROUTE_BODY_JSON, "mirror:admin",
+     "Write these ids now: {collection, ids} -> {upserted, deleted}."},
+    {"POST", "/v1/mirror/pull", h_mirror_pull, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
+     "Restore records from the mirror (never deletes local records)."},
+    {"GET", "/v1/mirror/verify", h_mirror_verify, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
+     "Missing, stale and orphaned rows per collection."},
+    {"POST", "/v1/mirror/rebuild", h_mirror_rebuild, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
+     "Empty the tables, then push."},
     {"POST", "/v1/filter", h_filter, NULL, NULL, ROUTE_BODY_JSON, NULL,
      "Filter posted rows with a where list: {rows:[...], where:[...]} -> {rows}."},
     {"POST", DOCS, h_docs_create, NULL, NULL, ROUTE_BODY_JSON, "docs:write",

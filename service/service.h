@@ -15,7 +15,9 @@ typedef struct service {
     const route *routes;
     size_t nroutes;
     registry *reg;
-    workpool *pool; /* blocking engine calls run here (http_defer) */
+    workpool *pool;          /* blocking engine calls run here (http_defer) */
+    struct mirror **mirrors; /* from the config's "mirrors" (or the default) */
+    size_t nmirrors;
 } service;
 
 #endif

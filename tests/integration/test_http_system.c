@@ -82,6 +82,13 @@ TEST(openapi_lists_every_route)
         {"/v1/docs/{collection}/_reindex", "post"},
         {"/v1/docs/{collection}/_compact", "post"},
         {"/v1/logs/{stream}/_query", "post"},
+        {"/v1/mirror/install", "post"},
+        {"/v1/mirror", "delete"},
+        {"/v1/mirror/push", "post"},
+        {"/v1/mirror/flush", "post"},
+        {"/v1/mirror/pull", "post"},
+        {"/v1/mirror/verify", "get"},
+        {"/v1/mirror/rebuild", "post"},
     };
     size_t ops = 0;
     const char *k;

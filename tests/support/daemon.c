@@ -116,6 +116,14 @@ void daemon_kill(daemon_proc *d)
 
 void daemon_cleanup(daemon_proc *d)
 {
-    if (d->root[0])
-        tmpdir_remove(d->root);
+    if (!d->root[0])
+        return;
+    tmpdir_remove(d->root);
+    /* the embedded SQLite mirror lives beside the root */
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd,
+             "rm -f '%s.mirror.sqlite' '%s.mirror.sqlite-wal' '%s.mirror.sqlite-shm'", d->root,
+             d->root, d->root);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove the mirror of %s\n", d->root);
 }

@@ -448,7 +448,55 @@ TEST(bulk_batches_and_partitions)
     CHECK_INT(seglog_open(root, "missing", &o, false, &s, &err), STORH_ENOTFOUND);
 }
 
+static long eq_count(seglog *s, const char *field, json_t *v)
+{
+    size_t n = 0;
+    bool served = false;
+    if (seglog_count_eq(s, field, v, &n, &served, NULL) != 0 || !served)
+        return -1;
+    return (long)n;
+}
+
+TEST(equality_counters_follow_appends_and_deletes)
+{
+    seglog *s = open_log("counted", 0);
+    char ids[10][37];
+    for (int i = 0; i < 10; i++) {
+        json_t *d = json_pack("{ss}", "kind", i % 2 ? "a" : "b");
+        seglog_put(s, NULL, d, ids[i], NULL);
+        json_decref(d);
+    }
+    json_t *a = json_string("a"), *b = json_string("b");
+    CHECK_INT(eq_count(s, "kind", a), 5); /* built by a scan */
+    json_t *d = json_pack("{ss}", "kind", "a");
+    char id[37];
+    seglog_put(s, NULL, d, id, NULL); /* a new id: counted on the way in */
+    json_decref(d);
+    CHECK_INT(eq_count(s, "kind", a), 6);
+    bool ex;
+    seglog_delete(s, ids[1], &ex, NULL); /* a delete: counters start over */
+    CHECK_INT(eq_count(s, "kind", a), 5);
+    d = json_pack("{ss}", "kind", "b");
+    seglog_put(s, ids[3], d, id, NULL); /* a re-put moves ids[3] from a to b */
+    json_decref(d);
+    CHECK_INT(eq_count(s, "kind", a), 4);
+    CHECK_INT(eq_count(s, "kind", b), 6);
+    for (int i = 0; i < 70; i++) { /* more than 64 distinct values: not countable */
+        json_t *u = json_pack("{si}", "u", i);
+        seglog_put(s, NULL, u, id, NULL);
+        json_decref(u);
+    }
+    json_t *five = json_integer(5);
+    CHECK_INT(eq_count(s, "u", five), 1);  /* this count comes from the scan */
+    CHECK_INT(eq_count(s, "u", five), -1); /* and the field is not kept in counters */
+    json_decref(five);
+    json_decref(a);
+    json_decref(b);
+    seglog_close(s);
+}
+
 static const test_case tests[] = {
+    {"equality_counters_follow_appends_and_deletes", equality_counters_follow_appends_and_deletes},
     {"frames_match_storh_bytes", frames_match_storh_bytes},
     {"put_get_delete_and_layout", put_get_delete_and_layout},
     {"rolls_segments_and_streams_in_log_order", rolls_segments_and_streams_in_log_order},

@@ -1,0 +1,176 @@
+/* The postgres driver: one libpq connection; statements are prepared once
+ * per SQL text (a small cache) and run with text parameters, so values are
+ * never spliced into SQL. A lost connection is reported as STORH_EUNAVAIL and
+ * retried (reset) on the next call. */
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mdriver.h"
+
+#define STMT_CACHE 32
+#define MAX_PARAMS 600
+
+typedef struct pg_driver {
+    mdriver base;
+    PGconn *conn;
+    char *sql[STMT_CACHE];
+    int next;
+} pg_driver;
+
+static void forget_statements(pg_driver *d)
+{
+    for (int i = 0; i < STMT_CACHE; i++) {
+        free(d->sql[i]);
+        d->sql[i] = NULL;
+    }
+}
+
+static int conn_ok(pg_driver *d, storh_err *err)
+{
+    if (PQstatus(d->conn) == CONNECTION_OK)
+        return 0;
+    PQreset(d->conn); /* the server may be back */
+    forget_statements(d);
+    if (PQstatus(d->conn) == CONNECTION_OK)
+        return 0;
+    return storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
+                         PQerrorMessage(d->conn));
+}
+
+static int result_error(pg_driver *d, PGresult *r, storh_err *err)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    int code = STORH_EIO;
+    if (state && !strcmp(state, "23505"))
+        code = STORH_ECONFLICT;
+    else if (PQstatus(d->conn) != CONNECTION_OK || (state && !strncmp(state, "08", 2)))
+        code = STORH_EUNAVAIL;
+    storh_err_set(err, code, "SQL mirror statement failed: %s",
+                  r ? PQresultErrorMessage(r) : PQerrorMessage(d->conn));
+    PQclear(r);
+    return code;
+}
+
+/* The name of a prepared statement for sql, preparing it on first use. */
+static const char *prepared(pg_driver *d, const char *sql, int np, storh_err *err, int *rc)
+{
+    static __thread char name[16];
+    for (int i = 0; i < STMT_CACHE; i++)
+        if (d->sql[i] && !strcmp(d->sql[i], sql)) {
+            snprintf(name, sizeof name, "s%d", i);
+            return name;
+        }
+    int k = d->next++ % STMT_CACHE;
+    snprintf(name, sizeof name, "s%d", k);
+    if (d->sql[k]) {
+        char dealloc[40];
+        snprintf(dealloc, sizeof dealloc, "DEALLOCATE %s", name);
+        PQclear(PQexec(d->conn, dealloc));
+        free(d->sql[k]);
+        d->sql[k] = NULL;
+    }
+    PGresult *r = PQprepare(d->conn, name, sql, np, NULL);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        *rc = result_error(d, r, err);
+        return NULL;
+    }
+    PQclear(r);
+    d->sql[k] = strdup(sql);
+    return name;
+}
+
+static int pg_query(mdriver *md, const char *sql, const mparam *p, int np, mrow_fn fn, void *ctx,
+                    storh_err *err)
+{
+    pg_driver *d = (pg_driver *)md;
+    int rc = conn_ok(d, err);
+    if (rc)
+        return rc;
+    if (np > MAX_PARAMS)
+        return storh_err_set(err, STORH_EINVAL, "Too many SQL parameters.");
+    /* text-format parameters are NUL-terminated strings: every value the
+     * mirror binds is (canonical JSON escapes NUL as \u0000) */
+    const char *vals[MAX_PARAMS];
+    char nums[MAX_PARAMS][32];
+    for (int i = 0; i < np; i++) {
+        switch (p[i].type) {
+        case MPARAM_NULL:
+            vals[i] = NULL;
+            break;
+        case MPARAM_TEXT:
+            vals[i] = p[i].text;
+            break;
+        case MPARAM_INT:
+            snprintf(nums[i], sizeof nums[i], "%lld", (long long)p[i].i);
+            vals[i] = nums[i];
+            break;
+        case MPARAM_BOOL:
+            vals[i] = p[i].i ? "true" : "false";
+            break;
+        default:
+            snprintf(nums[i], sizeof nums[i], "%.17g", p[i].d);
+            vals[i] = nums[i];
+        }
+    }
+    PGresult *r;
+    if (np == 0 && !fn) {
+        r = PQexec(d->conn, sql); /* DDL and transaction control */
+    } else {
+        const char *name = prepared(d, sql, np, err, &rc);
+        if (!name)
+            return rc;
+        r = PQexecPrepared(d->conn, name, np, vals, NULL, NULL, 0);
+    }
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return result_error(d, r, err);
+    int rows = PQntuples(r), cols = PQnfields(r);
+    if (cols > 32)
+        cols = 32;
+    for (int i = 0; fn && i < rows && !rc; i++) {
+        const char *v[32];
+        size_t l[32];
+        for (int c = 0; c < cols; c++) {
+            v[c] = PQgetisnull(r, i, c) ? NULL : PQgetvalue(r, i, c);
+            l[c] = (size_t)PQgetlength(r, i, c);
+        }
+        rc = fn(ctx, cols, v, l);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int pg_exec(mdriver *md, const char *sql, const mparam *p, int np, storh_err *err)
+{
+    return pg_query(md, sql, p, np, NULL, NULL, err);
+}
+
+static void pg_close(mdriver *md)
+{
+    pg_driver *d = (pg_driver *)md;
+    forget_statements(d);
+    PQfinish(d->conn);
+    free(d);
+}
+
+static const mdriver_ops pg_ops = {"postgres", '"', pg_exec, pg_query, pg_close};
+
+int mdriver_pg_open(const char *conninfo, mdriver **out, storh_err *err)
+{
+    pg_driver *d = calloc(1, sizeof *d);
+    if (!d)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    d->base.ops = &pg_ops;
+    d->conn = PQconnectdb(conninfo);
+    if (PQstatus(d->conn) != CONNECTION_OK) {
+        int rc = storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
+                               PQerrorMessage(d->conn));
+        pg_close(&d->base);
+        return rc;
+    }
+    PQclear(PQexec(d->conn, "SET client_min_messages TO warning"));
+    *out = &d->base;
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* mirror: storh's SqlMirror (FORMAT.md 8) over a driver: tables
+ * <prefix><name> with id, hash (xxh128 of the canonical data), typed columns
+ * from an optional schema (indexed as the schema says) and data (TEXT on
+ * SQLite, JSONB on PostgreSQL). push diffs by hash in one transaction per
+ * collection and rolls back on any failure; flush(ids) gives read-your-
+ * writes; pull restores (never deletes local records); verify reports
+ * missing, stale and orphaned rows; rebuild empties and pushes.
+ *
+ * The mirror reads its collections through a source (a docstore or a log the
+ * caller resolves), so this layer needs no registry. Calls are serialised
+ * per mirror (one connection). */
+#ifndef STORHD_MIRROR_H
+#define STORHD_MIRROR_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "docstore.h"
+#include "mdriver.h"
+#include "schema.h"
+#include "seglog.h"
+
+typedef struct mirror_coll {
+    char *name;
+    char *table;
+    bool is_log;
+    schema sch; /* typed columns; may be empty */
+} mirror_coll;
+
+typedef struct mirror_source {
+    docstore *ds; /* exactly one of ds and log */
+    seglog *log;
+} mirror_source;
+
+typedef struct mirror {
+    char *name;
+    char *driver;
+    char *target; /* sqlite path or libpq conninfo */
+    char *prefix;
+    int push_every; /* seconds, 0 = no background push */
+    mirror_coll *c;
+    size_t n;
+    bool all_docs; /* "collections": "*" */
+    mdriver *db;   /* connected lazily, reconnected after a failure */
+    pthread_mutex_t mu;
+    /* counters for /metrics */
+    unsigned long long rows_pushed, pushes, failures;
+    double push_seconds;
+} mirror;
+
+/* Builds a mirror from its config object:
+ *   {"driver":"sqlite","path":"..."} or {"driver":"postgres","conninfo":"..."},
+ *   "prefix":"storh_", "push_every_seconds":N,
+ *   "collections": {"pages":{"kind":"doc","schema":{...}}, "events":{"kind":"log"}}
+ *   or "collections": "*" (every DocStore collection, no typed columns). */
+int mirror_new(const char *name, const json_t *cfg, mirror **out, storh_err *err);
+void mirror_free(mirror *m);
+/* The collection entry for name (for "*" mirrors one is added on demand). */
+const mirror_coll *mirror_find(mirror *m, const char *name, bool is_log, storh_err *err);
+/* The DDL install() runs (exposed for tests). */
+int mirror_ddl(const mirror *m, const mirror_coll *c, json_t **stmts, storh_err *err);
+
+int mirror_install(mirror *m, const mirror_coll *c, storh_err *err);
+int mirror_uninstall(mirror *m, const mirror_coll *c, storh_err *err);
+/* Adds to *totals {"inserted","updated","deleted","unchanged"}. */
+int mirror_push(mirror *m, const mirror_coll *c, const mirror_source *src, json_t *totals,
+                storh_err *err);
+int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, const json_t *ids,
+                 json_t **out, storh_err *err);
+int mirror_rebuild(mirror *m, const mirror_coll *c, const mirror_source *src, json_t *totals,
+                   storh_err *err);
+/* Adds to *totals {"written","unchanged"}. */
+int mirror_pull(mirror *m, const mirror_coll *c, const mirror_source *src, json_t *totals,
+                storh_err *err);
+/* {"records","rows","missing","stale","orphaned"} and error strings. */
+int mirror_verify(mirror *m, const mirror_coll *c, const mirror_source *src, json_t **stats,
+                  json_t *errors, storh_err *err);
+/* Runs a read-only SQL statement with parameters for tests and bench:
+ * returns the first column of the first row as a new string (or NULL). */
+int mirror_scalar(mirror *m, const char *sql, const mparam *p, int np, char **out, storh_err *err);
+/* The hash of data as the mirror stores it (32 lowercase hex). */
+void mirror_hash(const json_t *data, char out[33]);
+
+#endif

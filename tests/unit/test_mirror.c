@@ -1,0 +1,291 @@
+/* The SQL mirror against SQLite and a real PostgreSQL (STORHD_TEST_PG, a
+ * libpq conninfo, which scripts/test.sh provides; without it the test
+ * fails rather than skips). */
+#include "../test.h"
+#include "../tmpdir.h"
+#include "docstore.h"
+#include "mirror.h"
+#include "sjson.h"
+
+static char root[PATH_MAX];
+static const char *driver; /* the driver of the current pass */
+
+static json_t *js(const char *s)
+{
+    return sjson_decode(s, strlen(s), NULL);
+}
+
+static mirror *make(const char *collections)
+{
+    char cfg[2048];
+    const char *pg = getenv("STORHD_TEST_PG");
+    if (!strcmp(driver, "sqlite"))
+        snprintf(cfg, sizeof cfg,
+                 "{\"driver\":\"sqlite\",\"path\":\"%s/mirror.sqlite\",\"prefix\":\"t_\","
+                 "\"collections\":%s}",
+                 root, collections);
+    else
+        snprintf(cfg, sizeof cfg,
+                 "{\"driver\":\"postgres\",\"conninfo\":\"%s\",\"prefix\":\"t_\","
+                 "\"collections\":%s}",
+                 pg ? pg : "", collections);
+    json_t *c = js(cfg);
+    mirror *m = NULL;
+    storh_err err;
+    if (mirror_new("test", c, &m, &err))
+        fprintf(stderr, "mirror: %s\n", err.msg);
+    json_decref(c);
+    return m;
+}
+
+static long long scalar(mirror *m, const char *sql)
+{
+    char *v = NULL;
+    storh_err err;
+    if (mirror_scalar(m, sql, NULL, 0, &v, &err)) {
+        fprintf(stderr, "%s: %s\n", sql, err.msg);
+        return -1;
+    }
+    long long n = v ? atoll(v) : -1;
+    free(v);
+    return n;
+}
+
+static long long total(json_t *t, const char *k)
+{
+    return json_integer_value(json_object_get(t, k));
+}
+
+static const char *PAGES = "{\"pages\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
+                           "\"slug\":{\"type\":\"string\",\"unique\":true},"
+                           "\"kind\":{\"type\":\"string\",\"index\":true},"
+                           "\"views\":{\"type\":\"int\",\"range\":true},"
+                           "\"score\":{\"type\":\"float\"},\"active\":{\"type\":\"bool\"},"
+                           "\"author\":{\"type\":\"string\"}}}},"
+                           "\"authors\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
+                           "\"handle\":{\"type\":\"string\",\"unique\":true}}}}}";
+
+static docstore *store(const char *name)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s-root", root, driver);
+    docstore *ds = NULL;
+    docstore_open(dir, name, &ds, NULL);
+    return ds;
+}
+
+static void put(docstore *ds, const char *id, const char *data)
+{
+    json_t *d = js(data);
+    char out[37];
+    storh_err err;
+    if (docstore_put(ds, id, d, out, NULL, &err))
+        fprintf(stderr, "put: %s\n", err.msg);
+    json_decref(d);
+}
+
+#define P1 "018bcfe5-6800-7000-8000-000000000001"
+#define P2 "018bcfe5-6800-7000-8000-000000000002"
+#define P3 "018bcfe5-6800-7000-8000-000000000003"
+#define A1 "018bcfe5-6800-7000-8000-0000000000a1"
+
+static void full_pass(void)
+{
+    mirror *m = make(PAGES);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    storh_err err;
+    const mirror_coll *pages = mirror_find(m, "pages", false, &err);
+    const mirror_coll *authors = mirror_find(m, "authors", false, &err);
+    mirror_uninstall(m, pages, NULL);
+    mirror_uninstall(m, authors, NULL);
+    json_t *ddl;
+    mirror_ddl(m, pages, &ddl, NULL);
+    if (!strcmp(driver, "sqlite"))
+        CHECK_STR(json_string_value(json_array_get(ddl, 0)),
+                  "CREATE TABLE IF NOT EXISTS \"t_pages\" (\"id\" TEXT NOT NULL PRIMARY KEY, "
+                  "\"hash\" TEXT NOT NULL, \"slug\" TEXT, \"kind\" TEXT, \"views\" INTEGER, "
+                  "\"score\" REAL, \"active\" INTEGER, \"author\" TEXT, \"data\" TEXT NOT NULL)");
+    else
+        CHECK_STR(json_string_value(json_array_get(ddl, 0)),
+                  "CREATE TABLE IF NOT EXISTS \"t_pages\" (\"id\" TEXT NOT NULL PRIMARY KEY, "
+                  "\"hash\" TEXT NOT NULL, \"slug\" TEXT, \"kind\" TEXT, \"views\" BIGINT, "
+                  "\"score\" DOUBLE PRECISION, \"active\" BOOLEAN, \"author\" TEXT, \"data\" "
+                  "JSONB NOT NULL)");
+    CHECK_STR(json_string_value(json_array_get(ddl, 1)),
+              "CREATE UNIQUE INDEX IF NOT EXISTS \"t_pages_slug_idx\" ON \"t_pages\" (\"slug\")");
+    json_decref(ddl);
+    CHECK_INT(mirror_install(m, pages, &err), 0);
+    CHECK_INT(mirror_install(m, authors, &err), 0);
+
+    docstore *ps = store("pages"), *as = store("authors");
+    put(ps, P1,
+        "{\"slug\":\"home\",\"kind\":\"page\",\"views\":3,\"score\":2,\"active\":true,"
+        "\"author\":\"ann\"}");
+    put(ps, P2, "{\"slug\":\"about\",\"kind\":\"page\",\"views\":9,\"author\":\"bob\"}");
+    put(ps, P3, "{\"slug\":\"news\",\"kind\":\"post\",\"views\":\"many\",\"author\":\"ann\"}");
+    put(as, A1, "{\"handle\":\"ann\",\"name\":\"Ann\"}");
+    mirror_source psrc = {ps, NULL}, asrc = {as, NULL};
+    json_t *t = json_object();
+    CHECK_INT(mirror_push(m, pages, &psrc, t, &err), 0);
+    CHECK_INT(mirror_push(m, authors, &asrc, t, &err), 0);
+    CHECK_INT(total(t, "inserted"), 4);
+    json_decref(t);
+    t = json_object();
+    CHECK_INT(mirror_push(m, pages, &psrc, t, &err), 0);
+    CHECK_INT(total(t, "unchanged"), 3); /* no change: nothing written */
+    CHECK_INT(total(t, "inserted") + total(t, "updated") + total(t, "deleted"), 0);
+    json_decref(t);
+    /* typed columns: a wrong type is NULL */
+    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"views\" IS NULL"), 1);
+    CHECK_INT(scalar(m, "SELECT \"views\" FROM \"t_pages\" WHERE \"slug\" = 'about'"), 9);
+    char *hash = NULL;
+    mirror_scalar(m, "SELECT \"hash\" FROM \"t_pages\" WHERE \"slug\" = 'home'", NULL, 0, &hash,
+                  NULL);
+    char want[33];
+    json_t *home =
+        js("{\"slug\":\"home\",\"kind\":\"page\",\"views\":3,\"score\":2,\"active\":true,"
+           "\"author\":\"ann\"}");
+    mirror_hash(home, want);
+    CHECK_STR(hash, want);
+    free(hash);
+    json_decref(home);
+    json_t *vec = js("{\"slug\":\"home\",\"kind\":\"page\",\"views\":3,\"score\":2,\"active\":true,"
+                     "\"x\":\"y/z\"}");
+    mirror_hash(vec, want);
+    CHECK_STR(want, "6420e4c428b5b50cd0fc5f509a304c79"); /* storh's example */
+    json_decref(vec);
+
+    /* a SQL join over two mirrored collections */
+    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\" p JOIN \"t_authors\" a ON "
+                        "a.\"handle\" = p.\"author\""),
+              2);
+
+    /* a push that fails midway (a unique conflict in the mirror) changes nothing */
+    put(ps, P2, "{\"slug\":\"home\",\"kind\":\"page\",\"views\":10,\"author\":\"bob\"}");
+    long long before = scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"slug\" = 'about'");
+    t = json_object();
+    CHECK_INT(mirror_push(m, pages, &psrc, t, &err), STORH_ECONFLICT);
+    json_decref(t);
+    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"slug\" = 'about'"), before);
+    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\""), 3);
+    put(ps, P2, "{\"slug\":\"about\",\"kind\":\"page\",\"views\":10,\"author\":\"bob\"}");
+
+    /* flush: read-your-writes for a few ids */
+    bool existed;
+    docstore_delete(ps, P3, &existed, NULL);
+    json_t *ids = json_pack("[sss]", P2, P3, P2), *out = NULL;
+    CHECK_INT(mirror_flush(m, pages, &psrc, ids, &out, &err), 0);
+    CHECK_INT(total(out, "upserted"), 1);
+    CHECK_INT(total(out, "deleted"), 1);
+    json_decref(out);
+    json_decref(ids);
+    CHECK_INT(scalar(m, "SELECT \"views\" FROM \"t_pages\" WHERE \"slug\" = 'about'"), 10);
+
+    /* verify: a row edited by hand is stale; a stray row is orphaned */
+    mparam p = {MPARAM_TEXT, P1, strlen(P1), 0, 0};
+    char *ignored = NULL;
+    mirror_scalar(m,
+                  !strcmp(driver, "sqlite")
+                      ? "UPDATE \"t_pages\" SET \"hash\" = 'x' WHERE \"id\" = ?"
+                      : "UPDATE \"t_pages\" SET \"hash\" = 'x' WHERE \"id\" = $1",
+                  &p, 1, &ignored, NULL);
+    json_t *errors = json_array(), *stats;
+    CHECK_INT(mirror_verify(m, pages, &psrc, &stats, errors, &err), 0);
+    CHECK_INT(total(stats, "stale"), 1);
+    CHECK_STR(json_string_value(json_array_get(errors, 0)), "pages: 1 stale mirror row(s).");
+    json_decref(stats);
+    json_decref(errors);
+    t = json_object();
+    CHECK_INT(mirror_rebuild(m, pages, &psrc, t, &err), 0);
+    CHECK_INT(total(t, "inserted"), 2);
+    json_decref(t);
+    errors = json_array();
+    CHECK_INT(mirror_verify(m, pages, &psrc, &stats, errors, &err), 0);
+    CHECK_INT(json_array_size(errors), 0);
+    json_decref(stats);
+    json_decref(errors);
+
+    /* pull restores a deleted store */
+    docstore_close(ps);
+    char cmd[PATH_MAX + 32];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/%s-root/pages'", root, driver);
+    CHECK_INT(system(cmd), 0);
+    ps = store("pages");
+    psrc.ds = ps;
+    t = json_object();
+    CHECK_INT(mirror_pull(m, pages, &psrc, t, &err), 0);
+    CHECK_INT(total(t, "written"), 2);
+    json_decref(t);
+    json_t *d = NULL;
+    CHECK_INT(docstore_get(ps, P2, &d, NULL, NULL), 0);
+    CHECK_INT(json_integer_value(json_object_get(d, "views")), 10);
+    json_decref(d);
+    t = json_object();
+    CHECK_INT(mirror_pull(m, pages, &psrc, t, &err), 0);
+    CHECK_INT(total(t, "unchanged"), 2); /* nothing rewritten the second time */
+    json_decref(t);
+    docstore_close(ps);
+    docstore_close(as);
+    CHECK_INT(mirror_uninstall(m, pages, &err), 0);
+    CHECK_INT(mirror_uninstall(m, authors, &err), 0);
+    mirror_free(m);
+}
+
+TEST(sqlite_mirror)
+{
+    driver = "sqlite";
+    full_pass();
+}
+
+TEST(postgres_mirror)
+{
+    driver = "postgres";
+    if (!getenv("STORHD_TEST_PG")) {
+        fprintf(stderr, "STORHD_TEST_PG is not set: scripts/test.sh starts a cluster for this\n");
+        CHECK(getenv("STORHD_TEST_PG") != NULL);
+        return;
+    }
+    full_pass();
+}
+
+TEST(bad_configs_are_refused)
+{
+    const char *bad[] = {
+        "{\"driver\":\"mysql\",\"path\":\"x\",\"collections\":\"*\"}",
+        "{\"driver\":\"sqlite\",\"collections\":\"*\"}",
+        "{\"driver\":\"sqlite\",\"path\":\"x\",\"prefix\":\"a;drop\",\"collections\":\"*\"}",
+        "{\"driver\":\"sqlite\",\"path\":\"x\",\"collections\":{\"a b\":{}}}",
+        "{\"driver\":\"sqlite\",\"path\":\"x\",\"collections\":{\"p\":{\"schema\":{\"fields\":{"
+        "\"id\":{\"type\":\"string\"}}}}}}",
+        "{\"driver\":\"sqlite\",\"path\":\"x\",\"collections\":{\"p\":{\"schema\":{\"fields\":{"
+        "\"x\\\"y\":{\"type\":\"string\"}}}}}}",
+        "{\"driver\":\"sqlite\",\"path\":\"x\",\"collections\":{\"a-b\":{},\"a_b\":{}}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *c = js(bad[i]);
+        mirror *m = NULL;
+        storh_err err;
+        CHECK_INT(mirror_new("x", c, &m, &err), STORH_EINVAL);
+        json_decref(c);
+    }
+}
+
+static const test_case tests[] = {
+    {"sqlite_mirror", sqlite_mirror},
+    {"postgres_mirror", postgres_mirror},
+    {"bad_configs_are_refused", bad_configs_are_refused},
+};
+
+static int run(int argc, char **argv);
+int main(int argc, char **argv)
+{
+    if (!tmpdir_make(root))
+        return 2;
+    int rc = run(argc, argv);
+    tmpdir_remove(root);
+    return rc;
+}
+#define main run
+TEST_MAIN(tests)
