@@ -139,7 +139,8 @@ int bench_write_reports(const json_t *doc, const char *md_path, const char *html
             (long long)json_integer_value(json_object_get(doc, "dataset")),
             (long long)json_integer_value(json_object_get(doc, "repeat")));
     /* one chart per engine prefix (doc., log., ...), bars scaled within it */
-    const char *groups[] = {"doc", "log", "queue", "cache", "uuid", "filter"};
+    const char *groups[] = {"doc",       "log",   "queue", "mirror",
+                            "mirror_pg", "cache", "uuid",  "filter"};
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
         double max = 0;
         int n = 0;

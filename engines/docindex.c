@@ -374,20 +374,72 @@ static int range_path(const docindex *ix, const char *field, const char *suffix,
 
 /* ---------- equality and compound files ---------- */
 
-/* Reads the ids of an entry file whose key must be key; missing file: an
- * empty array. New reference in *ids. */
-static int read_entry_ids(const char *path, const char *key, json_t **ids, storh_err *err)
+/* The canonical bytes storh and storhd write let readers skip the JSON
+ * parse: {"field":..,"key":"K","count":N,"value":..,"ids":["<36>",...]}.
+ * Returns false when the text is not in that shape (then parse it). */
+static bool raw_entry(const char *t, size_t len, const char *key, json_t **ids, long long *count)
+{
+    char want[300];
+    int wl = snprintf(want, sizeof want, "\"key\":\"%s\",\"count\":", key);
+    if (wl <= 0 || (size_t)wl >= sizeof want || len < 20 || strncmp(t, "{\"field\":", 9) != 0)
+        return false;
+    const char *k = memmem(t, len, want, (size_t)wl);
+    if (!k)
+        return false;
+    char *end;
+    long long n = strtoll(k + wl, &end, 10);
+    if (end == k + wl || *end != ',')
+        return false;
+    if (count)
+        *count = n;
+    if (!ids)
+        return true;
+    const char *p = memmem(end, len - (size_t)(end - t), ",\"ids\":[", 8);
+    if (!p)
+        return false;
+    p += 8;
+    const char *stop = t + len;
+    json_t *out = json_array();
+    while (p < stop && *p == '"') {
+        if (p + 38 > stop || p[37] != '"') {
+            json_decref(out);
+            return false;
+        }
+        json_array_append_new(out, json_stringn(p + 1, 36));
+        p += 38;
+        if (p < stop && *p == ',')
+            p++;
+    }
+    if (p >= stop || *p != ']' || (long long)json_array_size(out) != n) {
+        json_decref(out);
+        return false;
+    }
+    *ids = out;
+    return true;
+}
+
+/* Reads the ids (and/or the count) of an entry file whose key must be key;
+ * a missing file is empty. *ids is a new reference when ids is non-NULL. */
+static int read_entry(const char *path, const char *key, json_t **ids, long long *count,
+                      storh_err *err)
 {
     buf b = BUF_INIT;
     int rc = fsx_read_all(path, &b, err);
     if (rc == STORH_ENOTFOUND) {
         buf_free(&b);
-        *ids = json_array();
+        if (ids)
+            *ids = json_array();
+        if (count)
+            *count = 0;
         return 0;
     }
     if (rc) {
         buf_free(&b);
         return rc;
+    }
+    if (raw_entry(b.data, b.len, key, ids, count)) {
+        buf_free(&b);
+        return 0;
     }
     storh_err jerr;
     json_t *o = sjson_decode_jsonc_object(b.data, b.len, &jerr);
@@ -397,9 +449,18 @@ static int read_entry_ids(const char *path, const char *key, json_t **ids, storh
         json_decref(o);
         return storh_err_set(err, STORH_ECORRUPT, "Malformed equality index: %s", path);
     }
-    *ids = strcmp(json_string_value(k), key) ? json_array() : json_incref(i);
+    bool match = !strcmp(json_string_value(k), key);
+    if (ids)
+        *ids = match ? json_incref(i) : json_array();
+    if (count)
+        *count = match ? (long long)json_array_size(i) : 0;
     json_decref(o);
     return 0;
+}
+
+static int read_entry_ids(const char *path, const char *key, json_t **ids, storh_err *err)
+{
+    return read_entry(path, key, ids, NULL, err);
 }
 
 static int id_cmp(const void *a, const void *b)
@@ -848,9 +909,42 @@ int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *e
         json_decref(out);
         return rc;
     }
-    docindex_sort_ids(out);
+    if (n > 1) /* one file's ids are sorted already */
+        docindex_sort_ids(out);
     *ids = out;
     return 0;
+}
+
+int docindex_count(docindex *ix, const qcond *c, long long *count, bool *served, storh_err *err)
+{
+    *served = false;
+    *count = 0;
+    const idxdef *d = docindex_def(ix, c->field);
+    if (!d || d->range || (c->op != QOP_EQ && c->op != QOP_IN))
+        return 0;
+    size_t n = c->op == QOP_IN ? json_array_size(c->value) : 1;
+    json_t *seen = json_object(); /* in() with a repeated value counts once */
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const json_t *want = c->op == QOP_IN ? json_array_get(c->value, i) : c->value;
+        if (!docindex_indexable(want))
+            continue;
+        buf vk = BUF_INIT;
+        docindex_value_key(want, &vk);
+        char p[PATH_MAX];
+        long long k = 0;
+        if (!json_object_get(seen, vk.data)) {
+            json_object_set_new(seen, vk.data, json_true());
+            rc = eq_path(ix, c->field, vk.data, p, err);
+            if (!rc)
+                rc = read_entry(p, vk.data, NULL, &k, err);
+            *count += k;
+        }
+        buf_free(&vk);
+    }
+    json_decref(seen);
+    *served = rc == 0;
+    return rc;
 }
 
 int docindex_compound_ids(docindex *ix, const char *f1, const json_t *v1, const char *f2,

@@ -72,6 +72,9 @@ void docindex_build_abort(docindex_build *b);
  * array of strings, sorted; false if no index serves c. */
 bool docindex_serves(const docindex *ix, const qcond *c);
 int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *err);
+/* count() of one eq/in condition on an equality field from the files'
+ * "count" members alone (storh's fast path); *served false otherwise. */
+int docindex_count(docindex *ix, const qcond *c, long long *count, bool *served, storh_err *err);
 /* Ids of the compound bucket of two plain equality fields. */
 int docindex_compound_ids(docindex *ix, const char *f1, const json_t *v1, const char *f2,
                           const json_t *v2, json_t **ids, bool *served, storh_err *err);

@@ -48,6 +48,7 @@ static int cond_ids(docstore *ds, const qcond *c, json_t **ids, storh_err *err)
             if (json_is_string(v) && uuid7_is_valid(json_string_value(v), json_string_length(v)))
                 json_array_append(*ids, v);
         }
+        docindex_sort_ids(*ids);
         return 0;
     }
     return docindex_candidates(&ds->ix, c, ids, err);
@@ -131,31 +132,41 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
         pthread_rwlock_unlock(&ds->ixlock);
         return 0;
     }
+    /* count fast path: one eq/in condition on an equality field */
+    if (q->count && count_from_index(ds, q) && !id_lookup(&q->groups[0].c[0])) {
+        long long n;
+        bool served;
+        rc = docindex_count(&ds->ix, &q->groups[0].c[0], &n, &served, err);
+        if (!rc && served) {
+            pthread_rwlock_unlock(&ds->ixlock);
+            if (q->limit && n > (long long)q->limit)
+                n = (long long)q->limit;
+            *out = json_pack("{sI}", "count", (json_int_t)n);
+            return 0;
+        }
+    }
     json_t *cand = NULL;
-    if (docindex_active(&ds->ix) && query_every_group(q, servable, &ds->ix)) {
+    if (!rc && docindex_active(&ds->ix) && query_every_group(q, servable, &ds->ix)) {
         cand = json_array();
         for (size_t g = 0; !rc && g < q->ngroups; g++) {
             json_t *ids;
             if (!(rc = group_ids(ds, &q->groups[g], &ids, err))) {
-                json_array_extend(cand, ids);
-                json_decref(ids);
+                if (q->ngroups == 1) { /* one group: its ids are sorted already */
+                    json_decref(cand);
+                    cand = ids;
+                } else {
+                    json_array_extend(cand, ids);
+                    json_decref(ids);
+                }
             }
         }
-        docindex_sort_ids(cand);
+        if (q->ngroups > 1)
+            docindex_sort_ids(cand);
     }
-    bool fast_count = q->count && cand && count_from_index(ds, q) && !id_lookup(&q->groups[0].c[0]);
     pthread_rwlock_unlock(&ds->ixlock);
     if (rc) {
         json_decref(cand);
         return rc;
-    }
-    if (fast_count) {
-        size_t n = json_array_size(cand);
-        if (q->limit && n > q->limit)
-            n = q->limit;
-        json_decref(cand);
-        *out = json_pack("{sI}", "count", (json_int_t)n);
-        return 0;
     }
     /* without an orderBy the result is in id order, so a limit can stop the
      * scan early */

@@ -397,7 +397,8 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     if (rc && rc != STORH_ENOSPC) {
         /* most likely a shard dir not made yet (perhaps by a racing thread
          * right now): make it, then try once more */
-        if (fsx_mkdirs(shard, true, NULL) == 0)
+        /* bulk: the commit's syncfs makes the new directory durable too */
+        if (fsx_mkdirs(shard, !st->bulk, NULL) == 0)
             rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk, err);
     }
     if (rc)

@@ -10,7 +10,7 @@
 #include "mdriver.h"
 
 #define STMT_CACHE 32
-#define MAX_PARAMS 600
+#define MAX_PARAMS 32768
 
 typedef struct pg_driver {
     mdriver base;
@@ -92,8 +92,13 @@ static int pg_query(mdriver *md, const char *sql, const mparam *p, int np, mrow_
         return storh_err_set(err, STORH_EINVAL, "Too many SQL parameters.");
     /* text-format parameters are NUL-terminated strings: every value the
      * mirror binds is (canonical JSON escapes NUL as \u0000) */
-    const char *vals[MAX_PARAMS];
-    char nums[MAX_PARAMS][32];
+    const char **vals = calloc((size_t)np + 1, sizeof *vals);
+    char(*nums)[32] = calloc((size_t)np + 1, sizeof *nums);
+    if (!vals || !nums) {
+        free(vals);
+        free(nums);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
     for (int i = 0; i < np; i++) {
         switch (p[i].type) {
         case MPARAM_NULL:
@@ -117,12 +122,20 @@ static int pg_query(mdriver *md, const char *sql, const mparam *p, int np, mrow_
     PGresult *r;
     if (np == 0 && !fn) {
         r = PQexec(d->conn, sql); /* DDL and transaction control */
+    } else if (np > 64) {
+        /* a one-off multi-row statement: not worth a prepared slot */
+        r = PQexecParams(d->conn, sql, np, NULL, vals, NULL, NULL, 0);
     } else {
         const char *name = prepared(d, sql, np, err, &rc);
-        if (!name)
+        if (!name) {
+            free(vals);
+            free(nums);
             return rc;
+        }
         r = PQexecPrepared(d->conn, name, np, vals, NULL, NULL, 0);
     }
+    free(vals);
+    free(nums);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         return result_error(d, r, err);

@@ -11,6 +11,7 @@
 #include "xxhash.h"
 
 #define DELETE_CHUNK 500
+#define INSERT_BATCH 100 /* rows per multi-row INSERT */
 
 static bool name_ok(const char *s, bool dash)
 {
@@ -425,8 +426,53 @@ typedef struct push_ctx {
     json_t *rows; /* id -> hash, removed as records are seen */
     row_stmt ins;
     buf del;
+    json_t *pending; /* [[id, data], ...] waiting for one multi-row INSERT */
     long inserted, updated, unchanged;
 } push_ctx;
+
+/* Inserts the pending rows with one statement. */
+static int flush_inserts(push_ctx *x, storh_err *err)
+{
+    size_t n = json_array_size(x->pending);
+    if (!n)
+        return 0;
+    mirror *m = x->m;
+    const mirror_coll *c = x->c;
+    int cols = x->ins.ncols;
+    mparam *p = calloc(n * (size_t)cols, sizeof *p);
+    buf *texts = calloc(n, sizeof *texts);
+    char(*hashes)[33] = calloc(n, sizeof *hashes);
+    buf sql = BUF_INIT;
+    const char *values = strstr(x->ins.sql.data, " VALUES (");
+    buf_append(&sql, x->ins.sql.data, (size_t)(values - x->ins.sql.data));
+    buf_appends(&sql, " VALUES ");
+    int rc = p && texts && hashes ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    int k = 0;
+    for (size_t r = 0; !rc && r < n; r++) {
+        json_t *row = json_array_get(x->pending, r);
+        const char *id = json_string_value(json_array_get(row, 0));
+        json_t *data = json_array_get(row, 1);
+        if ((rc = sjson_encode(&texts[r], data, 0, err)))
+            break;
+        mirror_hash(data, hashes[r]);
+        row_params(m, c, id, hashes[r], &texts[r], data, p + k);
+        buf_appends(&sql, r ? ", (" : "(");
+        for (int i = 0; i < cols; i++)
+            buf_printf(&sql, is_pg(m) ? "%s$%d" : "%s?", i ? ", " : "", k + i + 1);
+        buf_appendc(&sql, ')');
+        k += cols;
+    }
+    if (!rc)
+        rc = mdriver_exec(m->db, sql.data, p, k, err);
+    for (size_t r = 0; texts && r < n; r++)
+        buf_free(&texts[r]);
+    free(texts);
+    free(hashes);
+    free(p);
+    buf_free(&sql);
+    json_array_clear(x->pending);
+    return rc;
+}
 
 static int push_one(void *p, const char *id, const json_t *data, storh_err *err)
 {
@@ -448,7 +494,14 @@ static int push_one(void *p, const char *id, const json_t *data, storh_err *err)
     } else {
         x->inserted++;
     }
-    return rc ? rc : insert_row(x->m, x->c, &x->ins, id, data, err);
+    if (rc)
+        return rc;
+    json_array_append_new(x->pending, json_pack("[sO]", id, data));
+    /* SQLite binds at most 32766 parameters, PostgreSQL 65535 */
+    if (json_array_size(x->pending) >= INSERT_BATCH ||
+        (json_array_size(x->pending) + 1) * (size_t)x->ins.ncols > 30000)
+        return flush_inserts(x, err);
+    return 0;
 }
 
 static int delete_rest(mirror *m, const mirror_coll *c, json_t *rows, long *deleted, storh_err *err)
@@ -508,7 +561,7 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         rc = mdriver_exec(m->db, "BEGIN", NULL, 0, err);
     if (rc)
         return settle(m, rc);
-    push_ctx x = {m, c, json_object(), {BUF_INIT, 0}, BUF_INIT, 0, 0, 0};
+    push_ctx x = {m, c, json_object(), {BUF_INIT, 0}, BUF_INIT, json_array(), 0, 0, 0};
     insert_sql(m, c, &x.ins);
     buf_printf(&x.del, "DELETE FROM \"%s\" WHERE \"id\" = %s", c->table, is_pg(m) ? "$1" : "?");
     char sel[256];
@@ -516,6 +569,8 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
     rc = mdriver_query(m->db, sel, NULL, 0, collect_pair, x.rows, err);
     if (!rc)
         rc = each_record(src, push_one, &x, err);
+    if (!rc)
+        rc = flush_inserts(&x, err);
     long deleted = 0;
     if (!rc)
         rc = delete_rest(m, c, x.rows, &deleted, err);
@@ -534,6 +589,7 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         m->push_seconds += now_s() - t0;
     }
     json_decref(x.rows);
+    json_decref(x.pending);
     buf_free(&x.ins.sql);
     buf_free(&x.del);
     return settle(m, rc);
@@ -635,6 +691,8 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
 
 typedef struct pull_ctx {
     const mirror_source *src;
+    docstore_stage *st; /* restored rows, published together at the end */
+    seglog_batch *lb;
     const char *table;
     long written, unchanged;
     storh_err *err;
@@ -671,9 +729,14 @@ static int pull_row(void *p, int n, const char *const *v, const size_t *l)
         x->unchanged++;
     } else {
         char id[UUID7_LEN + 1];
-        bool existed;
-        int rc = x->src->ds ? docstore_put(x->src->ds, v[0], data, id, &existed, x->err)
-                            : seglog_put(x->src->log, v[0], data, id, x->err);
+        int rc;
+        if (x->st) {
+            rc = docstore_stage_put(x->st, v[0], data, id, x->err);
+        } else {
+            json_t *row = json_pack("{sssO}", "id", v[0], "data", data);
+            rc = seglog_batch_element(x->lb, row, id, x->err);
+            json_decref(row);
+        }
         if (rc) {
             json_decref(local);
             json_decref(data);
@@ -693,11 +756,23 @@ int mirror_pull(mirror *m, const mirror_coll *c, const mirror_source *src, json_
     int rc = connect_db(m, err);
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT \"id\", \"data\" FROM \"%s\" ORDER BY \"id\"", c->table);
-    pull_ctx x = {src, c->table, 0, 0, err, 0};
+    pull_ctx x = {src, NULL, NULL, c->table, 0, 0, err, 0};
+    if (!rc)
+        rc = src->ds ? docstore_stage_begin(src->ds, &x.st, err)
+                     : seglog_batch_begin(src->log, &x.lb, err);
     if (!rc)
         rc = mdriver_query(m->db, sql, NULL, 0, pull_row, &x, err);
     if (x.rc)
         rc = x.rc;
+    /* all restored rows become visible together, or none does */
+    if (!rc && x.st)
+        rc = docstore_stage_commit(x.st, NULL, err);
+    else if (!rc && x.lb)
+        rc = seglog_batch_commit(x.lb, NULL, err);
+    else {
+        docstore_stage_abort(x.st);
+        seglog_batch_abort(x.lb);
+    }
     if (!rc) {
         add_total(totals, "written", x.written);
         add_total(totals, "unchanged", x.unchanged);

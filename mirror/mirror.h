@@ -3,7 +3,8 @@
  * from an optional schema (indexed as the schema says) and data (TEXT on
  * SQLite, JSONB on PostgreSQL). push diffs by hash in one transaction per
  * collection and rolls back on any failure; flush(ids) gives read-your-
- * writes; pull restores (never deletes local records); verify reports
+ * writes; pull restores (never deletes local records; all rows of a pull
+ * are published together, after the unique checks); verify reports
  * missing, stale and orphaned rows; rebuild empties and pushes.
  *
  * The mirror reads its collections through a source (a docstore or a log the
