@@ -228,20 +228,6 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
         json_decref(rows);
         return rc;
     }
-    if (q->count) {
-        size_t n = json_array_size(rows);
-        if (q->limit && n > q->limit)
-            n = q->limit;
-        json_decref(rows);
-        *out = json_pack("{sI}", "count", (json_int_t)n);
-        return 0;
-    }
-    query_sort(q, rows);
-    while (q->limit && json_array_size(rows) > q->limit)
-        json_array_remove(rows, json_array_size(rows) - 1);
-    json_t *next = json_null();
-    if (early && json_array_size(rows) == q->limit)
-        next = json_incref(json_object_get(json_array_get(rows, q->limit - 1), "id"));
-    *out = json_pack("{soso}", "records", rows, "next_cursor", next);
+    *out = query_result(q, rows, early);
     return 0;
 }

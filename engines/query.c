@@ -232,6 +232,24 @@ void query_sort(const query *q, json_t *rows)
     free(tmp);
 }
 
+json_t *query_result(const query *q, json_t *rows, bool cursor_ok)
+{
+    if (q->count) {
+        size_t n = json_array_size(rows);
+        if (q->limit && n > q->limit)
+            n = q->limit;
+        json_decref(rows);
+        return json_pack("{sI}", "count", (json_int_t)n);
+    }
+    query_sort(q, rows);
+    while (q->limit && json_array_size(rows) > q->limit)
+        json_array_remove(rows, json_array_size(rows) - 1);
+    json_t *next = json_null();
+    if (cursor_ok && q->limit && json_array_size(rows) == q->limit)
+        next = json_incref(json_object_get(json_array_get(rows, q->limit - 1), "id"));
+    return json_pack("{soso}", "records", rows, "next_cursor", next);
+}
+
 /* ---- parsing ---- */
 
 void query_free(query *q)

@@ -76,6 +76,12 @@ bool query_strict_equal(const json_t *a, const json_t *b);
 
 /* Sorts rows ({"id","data"} objects) stably by q's orderBy. */
 void query_sort(const query *q, json_t *rows);
+/* The answer to q over the matching rows ({"id","data"} objects, in the
+ * store's order; stolen): {"count":n} when counting, else the rows sorted
+ * and cut at the limit as {"records","next_cursor"}, where next_cursor is
+ * the last id when cursor_ok (the rows are in ascending id order) and the
+ * limit was reached, else null. */
+json_t *query_result(const query *q, json_t *rows, bool cursor_ok);
 /* True if every group has a condition that (pred says) an index can serve. */
 bool query_every_group(const query *q, bool (*pred)(const qcond *c, void *ctx), void *ctx);
 

@@ -416,13 +416,7 @@ static int bulk_commit_work(http_req *req)
     storh_err err;
     int rc = seglog_batch_commit(b->b, &written, &err);
     b->b = NULL;
-    if (rc)
-        return http_reply_error(req, apierr_status(rc), "%s (%zu of %zu rows written)", err.msg,
-                                written, staged);
-    json_t *out = json_pack("{sI}", "written", (json_int_t)written);
-    http_reply_json(req, 200, out);
-    json_decref(out);
-    return 0;
+    return http_reply_bulk(req, rc, written, staged, &err);
 }
 
 int h_logs_bulk_end(http_req *req)

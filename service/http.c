@@ -195,6 +195,17 @@ int http_reply_error(http_req *req, int status, const char *fmt, ...)
     return rc;
 }
 
+int http_reply_bulk(http_req *req, int rc, size_t written, size_t staged, const storh_err *err)
+{
+    if (rc)
+        return http_reply_error(req, apierr_status(rc), "%s (%zu of %zu rows written)", err->msg,
+                                written, staged);
+    json_t *out = json_pack("{sI}", "written", (json_int_t)written);
+    int r = http_reply_json(req, 200, out);
+    json_decref(out);
+    return r;
+}
+
 int http_reply_storh(http_req *req, const storh_err *err)
 {
     return http_reply_error(req, apierr_status(err->code), "%s", err->msg);

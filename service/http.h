@@ -48,6 +48,9 @@ int http_reply_bytes(http_req *req, int status, const char *ctype, const char *d
 int http_reply_empty(http_req *req, int status);
 int http_reply_error(http_req *req, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The reply of a bulk commit: {"written":n}, or the error with how many of
+ * the staged rows were written. */
+int http_reply_bulk(http_req *req, int rc, size_t written, size_t staged, const storh_err *err);
 /* Replies with the status apierr maps err->code to, and err->msg. */
 int http_reply_storh(http_req *req, const storh_err *err);
 /* A streamed body: fill(state, out, max) appends at most about max bytes to

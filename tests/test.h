@@ -57,8 +57,11 @@ typedef struct test_case {
     void (*fn)(void);
 } test_case;
 
-#define TEST_MAIN(list)                                                                            \
-    int main(int argc, char **argv)                                                                \
+#define TEST_MAIN(list) TEST_MAIN_NAMED(main, list)
+
+/* The runner under another name, for mains that set something up first. */
+#define TEST_MAIN_NAMED(fname, list)                                                               \
+    int fname(int argc, char **argv)                                                               \
     {                                                                                              \
         size_t n = sizeof(list) / sizeof(list[0]);                                                 \
         int ran = 0;                                                                               \

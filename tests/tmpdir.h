@@ -21,4 +21,17 @@ static inline void tmpdir_remove(const char *dir)
         fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* main() of a test that works in a scratch root (a char[PATH_MAX]). */
+#define TMPDIR_TEST_MAIN(root, list)                                                               \
+    static int run_cases(int argc, char **argv);                                                   \
+    int main(int argc, char **argv)                                                                \
+    {                                                                                              \
+        if (!tmpdir_make(root))                                                                    \
+            return 2;                                                                              \
+        int rc = run_cases(argc, argv);                                                            \
+        tmpdir_remove(root);                                                                       \
+        return rc;                                                                                 \
+    }                                                                                              \
+    TEST_MAIN_NAMED(run_cases, list)
+
 #endif

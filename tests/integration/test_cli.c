@@ -65,14 +65,4 @@ static const test_case tests[] = {
      verify_exits_non_zero_on_drift_and_repair_fixes_it},
 };
 
-static int run(int argc, char **argv);
-int main(int argc, char **argv)
-{
-    if (!tmpdir_make(root))
-        return 2;
-    int rc = run(argc, argv);
-    tmpdir_remove(root);
-    return rc;
-}
-#define main run
-TEST_MAIN(tests)
+TMPDIR_TEST_MAIN(root, tests)

@@ -1,6 +1,9 @@
 /* /v1/mirror over real HTTP, on the embedded default SQLite mirror. */
 #include <curl/curl.h>
 #include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <unistd.h>
 
 #include "../support/client.h"
 #include "../support/daemon.h"
@@ -75,24 +78,49 @@ TEST(push_verify_flush_pull)
     client_free(&r);
 }
 
+/* A mirror with push_every_seconds pushes by itself. */
+TEST(background_push)
+{
+    char cfg[PATH_MAX], body[PATH_MAX + 200];
+    snprintf(cfg, sizeof cfg, "%s.bg.json", d.root);
+    snprintf(body, sizeof body,
+             "{\"mirrors\":{\"bg\":{\"driver\":\"sqlite\",\"path\":\"%s.bg.sqlite\","
+             "\"collections\":\"*\",\"push_every_seconds\":1}}}",
+             d.root);
+    FILE *f = fopen(cfg, "w");
+    fputs(body, f);
+    fclose(f);
+    daemon_proc bg;
+    const char *extra[] = {"--config", cfg, NULL};
+    CHECK_INT(daemon_start(&bg, NULL, extra), 0);
+    client_resp r;
+    client_do(bg.base, "POST", "/v1/docs/auto", "application/json", "{\"a\":1}", 7, NULL, 0, &r);
+    CHECK_INT(r.status, 201);
+    client_free(&r);
+    /* the loop pushes every second; give it up to 20 s on a loaded machine */
+    bool ok = false;
+    for (int i = 0; i < 200 && !ok; i++) {
+        client_do(bg.base, "GET", "/v1/mirror/verify", NULL, NULL, 0, NULL, 0, &r);
+        ok = strstr(r.body, "\"ok\":true") != NULL && strstr(r.body, "\"rows\":1") != NULL;
+        client_free(&r);
+        if (!ok)
+            usleep(100 * 1000);
+    }
+    CHECK(ok);
+    client_do(bg.base, "GET", "/metrics", NULL, NULL, 0, NULL, 0, &r);
+    CHECK(strstr(r.body, "storhd_mirror_pushes_total{mirror=\"bg\"}") != NULL);
+    client_free(&r);
+    CHECK_INT(daemon_stop(&bg), 0);
+    daemon_cleanup(&bg);
+    char rm[PATH_MAX * 2];
+    snprintf(rm, sizeof rm, "rm -f '%s' '%s.bg.sqlite' '%s.bg.sqlite-wal' '%s.bg.sqlite-shm'", cfg,
+             d.root, d.root, d.root);
+    CHECK_INT(system(rm), 0);
+}
+
 static const test_case tests[] = {
     {"push_verify_flush_pull", push_verify_flush_pull},
+    {"background_push", background_push},
 };
 
-static int run(int argc, char **argv);
-int main(int argc, char **argv)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (daemon_start(&d, NULL, NULL) != 0) {
-        fprintf(stderr, "could not start storhd\n");
-        return 1;
-    }
-    int rc = run(argc, argv);
-    if (daemon_stop(&d) != 0)
-        rc = 1;
-    daemon_cleanup(&d);
-    curl_global_cleanup();
-    return rc;
-}
-#define main run
-TEST_MAIN(tests)
+DAEMON_TEST_MAIN(d, tests)

@@ -194,20 +194,4 @@ static const test_case tests[] = {
     {"filter_and_log_query", filter_and_log_query},
 };
 
-static int run(int argc, char **argv);
-int main(int argc, char **argv)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (daemon_start(&d, NULL, NULL) != 0) {
-        fprintf(stderr, "could not start storhd\n");
-        return 1;
-    }
-    int rc = run(argc, argv);
-    if (daemon_stop(&d) != 0)
-        rc = 1;
-    daemon_cleanup(&d);
-    curl_global_cleanup();
-    return rc;
-}
-#define main run
-TEST_MAIN(tests)
+DAEMON_TEST_MAIN(d, tests)

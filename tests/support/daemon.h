@@ -23,4 +23,26 @@ void daemon_kill(daemon_proc *d);
 /* Removes the scratch root. */
 void daemon_cleanup(daemon_proc *d);
 
+/* main() of an integration test: starts storhd into d, runs the cases,
+ * and fails if storhd does not stop cleanly. Needs test.h and curl.h. */
+#define DAEMON_TEST_MAIN(d, list)                                                                  \
+    static int run_cases(int argc, char **argv);                                                   \
+    int main(int argc, char **argv)                                                                \
+    {                                                                                              \
+        curl_global_init(CURL_GLOBAL_DEFAULT);                                                     \
+        if (daemon_start(&d, NULL, NULL) != 0) {                                                   \
+            fprintf(stderr, "could not start storhd\n");                                           \
+            return 1;                                                                              \
+        }                                                                                          \
+        int rc = run_cases(argc, argv);                                                            \
+        if (daemon_stop(&d) != 0) {                                                                \
+            fprintf(stderr, "storhd did not exit cleanly\n");                                      \
+            rc = 1;                                                                                \
+        }                                                                                          \
+        daemon_cleanup(&d);                                                                        \
+        curl_global_cleanup();                                                                     \
+        return rc;                                                                                 \
+    }                                                                                              \
+    TEST_MAIN_NAMED(run_cases, list)
+
 #endif

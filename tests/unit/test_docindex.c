@@ -438,14 +438,4 @@ static const test_case tests[] = {
     {"schema_validation", schema_validation},
 };
 
-static int runall(int argc, char **argv);
-int main(int argc, char **argv)
-{
-    if (!tmpdir_make(root))
-        return 2;
-    int rc = runall(argc, argv);
-    tmpdir_remove(root);
-    return rc;
-}
-#define main runall
-TEST_MAIN(tests)
+TMPDIR_TEST_MAIN(root, tests)

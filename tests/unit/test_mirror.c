@@ -278,14 +278,4 @@ static const test_case tests[] = {
     {"bad_configs_are_refused", bad_configs_are_refused},
 };
 
-static int run(int argc, char **argv);
-int main(int argc, char **argv)
-{
-    if (!tmpdir_make(root))
-        return 2;
-    int rc = run(argc, argv);
-    tmpdir_remove(root);
-    return rc;
-}
-#define main run
-TEST_MAIN(tests)
+TMPDIR_TEST_MAIN(root, tests)

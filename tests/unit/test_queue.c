@@ -306,14 +306,4 @@ static const test_case tests[] = {
     {"bad_input_changes_nothing", bad_input_changes_nothing},
 };
 
-static int run(int argc, char **argv);
-int main(int argc, char **argv)
-{
-    if (!tmpdir_make(root))
-        return 2;
-    int rc = run(argc, argv);
-    tmpdir_remove(root);
-    return rc;
-}
-#define main run
-TEST_MAIN(tests)
+TMPDIR_TEST_MAIN(root, tests)

@@ -511,14 +511,4 @@ static const test_case tests[] = {
     {"bulk_batches_and_partitions", bulk_batches_and_partitions},
 };
 
-static int run(int argc, char **argv);
-int main(int argc, char **argv)
-{
-    if (!tmpdir_make(root))
-        return 2;
-    int rc = run(argc, argv);
-    tmpdir_remove(root);
-    return rc;
-}
-#define main run
-TEST_MAIN(tests)
+TMPDIR_TEST_MAIN(root, tests)
