@@ -27,7 +27,7 @@ STORHD_TEST_PG=$(scripts/pg.sh start "$pgdir" $((20000 + RANDOM % 20000)))
 export STORHD_TEST_PG
 
 echo "== bench ci (a 1k run of every engine, gated against bench/baselines/ci-1k-all.json)"
-bench/bench.sh ci >/dev/null
+bench/bench.sh ci 2>/dev/null
 
 echo "== build and test (RelWithDebInfo)"
 cmake -S . -B build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
