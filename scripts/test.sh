@@ -26,7 +26,7 @@ trap 'scripts/pg.sh stop "$pgdir"; rm -rf "$pgdir"' EXIT
 STORHD_TEST_PG=$(scripts/pg.sh start "$pgdir" $((20000 + RANDOM % 20000)))
 export STORHD_TEST_PG
 
-echo "== bench ci (a 1k run of every engine, gated against bench/baselines/ci-1k-all.json)"
+echo "== bench ci (medians of 3 runs at 1k, gated against bench/baselines/ci-1k-all.json)"
 bench/bench.sh ci 2>/dev/null
 
 echo "== build and test (RelWithDebInfo)"
