@@ -57,10 +57,10 @@ static int add_coll(mirror *m, const char *name, bool is_log, const json_t *sche
         if (*p == '-')
             *p = '_';
     for (size_t i = 0; i < m->n; i++)
-        if (!strcmp(m->c[i].table, table))
+        if (!strcmp(m->c[i]->table, table))
             return storh_err_set(err, STORH_EINVAL,
                                  "SQL mirror table for %s collides with collection %s: %s", name,
-                                 m->c[i].name, table);
+                                 m->c[i]->name, table);
     mirror_coll c = {0};
     if (schema_j) {
         int rc = schema_parse(schema_j, &c.sch, err);
@@ -81,16 +81,20 @@ static int add_coll(mirror *m, const char *name, bool is_log, const json_t *sche
             }
         }
     }
-    mirror_coll *n = realloc(m->c, (m->n + 1) * sizeof *n);
-    if (!n) {
+    mirror_coll **n = realloc(m->c, (m->n + 1) * sizeof *n);
+    mirror_coll *one = malloc(sizeof *one);
+    if (n)
+        m->c = n;
+    if (!n || !one) {
+        free(one);
         schema_free(&c.sch);
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     }
-    m->c = n;
     c.name = strdup(name);
     c.table = strdup(table);
     c.is_log = is_log;
-    m->c[m->n++] = c;
+    *one = c;
+    m->c[m->n++] = one;
     return 0;
 }
 
@@ -158,9 +162,10 @@ void mirror_free(mirror *m)
     if (!m)
         return;
     for (size_t i = 0; i < m->n; i++) {
-        free(m->c[i].name);
-        free(m->c[i].table);
-        schema_free(&m->c[i].sch);
+        free(m->c[i]->name);
+        free(m->c[i]->table);
+        schema_free(&m->c[i]->sch);
+        free(m->c[i]);
     }
     free(m->c);
     mdriver_close(m->db);
@@ -177,14 +182,24 @@ const mirror_coll *mirror_find(mirror *m, const char *name, bool is_log, storh_e
     pthread_mutex_lock(&m->mu);
     const mirror_coll *found = NULL;
     for (size_t i = 0; i < m->n && !found; i++)
-        if (!strcmp(m->c[i].name, name))
-            found = &m->c[i];
+        if (!strcmp(m->c[i]->name, name))
+            found = m->c[i];
     if (!found && m->all_docs && !is_log && add_coll(m, name, false, NULL, err) == 0)
-        found = &m->c[m->n - 1];
+        found = m->c[m->n - 1];
     else if (!found)
         storh_err_set(err, STORH_ENOTFOUND, "Unknown SQL mirror collection: %s", name);
     pthread_mutex_unlock(&m->mu);
     return found;
+}
+
+json_t *mirror_collections(mirror *m)
+{
+    json_t *out = json_object();
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->n; i++)
+        json_object_set_new(out, m->c[i]->name, json_boolean(m->c[i]->is_log));
+    pthread_mutex_unlock(&m->mu);
+    return out;
 }
 
 static int connect_db(mirror *m, storh_err *err)

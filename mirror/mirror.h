@@ -39,8 +39,8 @@ typedef struct mirror {
     char *driver;
     char *target; /* sqlite path or libpq conninfo */
     char *prefix;
-    int push_every; /* seconds, 0 = no background push */
-    mirror_coll *c;
+    int push_every;  /* seconds, 0 = no background push */
+    mirror_coll **c; /* each allocated once: pointers handed out stay valid */
     size_t n;
     bool all_docs; /* "collections": "*" */
     mdriver *db;   /* connected lazily, reconnected after a failure */
@@ -59,6 +59,8 @@ int mirror_new(const char *name, const json_t *cfg, mirror **out, storh_err *err
 void mirror_free(mirror *m);
 /* The collection entry for name (for "*" mirrors one is added on demand). */
 const mirror_coll *mirror_find(mirror *m, const char *name, bool is_log, storh_err *err);
+/* A snapshot of the declared collections: {name: is_log, ...}. New ref. */
+json_t *mirror_collections(mirror *m);
 /* The DDL install() runs (exposed for tests). */
 int mirror_ddl(const mirror *m, const mirror_coll *c, json_t **stmts, storh_err *err);
 

@@ -62,8 +62,11 @@ static json_t *collections_of(service *svc, mirror *m, const char *only)
         json_array_append_new(names, json_string(only));
         return names;
     }
-    for (size_t i = 0; i < m->n; i++)
-        json_array_append_new(names, json_string(m->c[i].name));
+    json_t *declared = mirror_collections(m);
+    const char *dn;
+    json_t *dv;
+    json_object_foreach(declared, dn, dv) json_array_append_new(names, json_string(dn));
+    json_decref(declared);
     if (!m->all_docs)
         return names;
     DIR *d = opendir(svc->cfg.root);
@@ -107,10 +110,9 @@ static int each_collection(http_req *req, coll_op op, json_t *acc)
     json_array_foreach(names, i, v)
     {
         const char *name = json_string_value(v);
-        bool is_log = false;
-        for (size_t k = 0; k < m->n; k++)
-            if (!strcmp(m->c[k].name, name))
-                is_log = m->c[k].is_log;
+        json_t *declared = mirror_collections(m);
+        bool is_log = json_is_true(json_object_get(declared, name));
+        json_decref(declared);
         const mirror_coll *c = mirror_find(m, name, is_log, &err);
         mirror_source src;
         if (!c || source_for(svc, c, &src, &err) || op(m, c, &src, acc, &err)) {
@@ -271,10 +273,9 @@ static void push_all(service *svc, mirror *m)
     json_array_foreach(names, i, v)
     {
         storh_err err;
-        bool is_log = false;
-        for (size_t k = 0; k < m->n; k++)
-            if (!strcmp(m->c[k].name, json_string_value(v)))
-                is_log = m->c[k].is_log;
+        json_t *declared = mirror_collections(m);
+        bool is_log = json_is_true(json_object_get(declared, json_string_value(v)));
+        json_decref(declared);
         const mirror_coll *c = mirror_find(m, json_string_value(v), is_log, &err);
         mirror_source src;
         if (!c || source_for(svc, c, &src, &err) || mirror_push(m, c, &src, acc, &err))
