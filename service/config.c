@@ -42,6 +42,17 @@ static const opt_def opts[] = {
      "segment size of logs (default 1048576)"},
     {"log-partition", "STORHD_LOG_PARTITION", OPT_STR, OFF(log_partition),
      "partition of logs: none, daily or monthly (default none)"},
+    {"jwt-public-key", "STORHD_JWT_PUBLIC_KEY", OPT_STR, OFF(jwt_public_key),
+     "RSA public key (PEM): /v1 then requires RS256 JWTs with scopes"},
+    {"jwks", "STORHD_JWKS", OPT_STR, OFF(jwks), "JWKS file with RSA keys picked by kid"},
+    {"jwt-issuer", "STORHD_JWT_ISSUER", OPT_STR, OFF(jwt_issuer), "required iss claim"},
+    {"jwt-audience", "STORHD_JWT_AUDIENCE", OPT_STR, OFF(jwt_audience), "required aud claim"},
+    {"jwt-leeway", "STORHD_JWT_LEEWAY", OPT_INT, OFF(jwt_leeway),
+     "seconds of clock skew allowed for exp and nbf (default 30)"},
+    {"jwt-cache-entries", "STORHD_JWT_CACHE_ENTRIES", OPT_INT, OFF(jwt_cache_entries),
+     "verified tokens kept (default 1000)"},
+    {"jwt-cache-bytes", "STORHD_JWT_CACHE_BYTES", OPT_SIZE, OFF(jwt_cache_bytes),
+     "bytes of claims and digests kept (default 1048576)"},
     {"cache-validation", "STORHD_CACHE_VALIDATION", OPT_STR, OFF(cache_validation),
      "record cache hits checked by stat (mtime+size), hash (xxh128) or trust (default stat)"},
     {"cache-entries", "STORHD_CACHE_ENTRIES", OPT_INT, OFF(cache_entries),
@@ -123,7 +134,7 @@ static int set_opt(config *cfg, const opt_def *o, const char *v, const char *whe
     case OPT_INT: {
         errno = 0;
         long n = strtol(v, &end, 10);
-        bool zero_ok = o->offset == OFF(cache_entries);
+        bool zero_ok = o->offset == OFF(cache_entries) || o->offset == OFF(jwt_leeway);
         if (errno || *end || end == v || n < (zero_ok ? 0 : 1) || n > 100000000) {
             fprintf(stderr, "storhd: %s %s: expected an integer >= %d, got '%s'\n", where, o->flag,
                     zero_ok ? 0 : 1, v);
@@ -220,6 +231,9 @@ int config_load(config *cfg, int argc, char **argv)
     cfg->log_segment_bytes = 1024 * 1024;
     cfg->log_partition = strdup("none");
     cfg->cache_validation = strdup("stat");
+    cfg->jwt_leeway = 30;
+    cfg->jwt_cache_entries = 1000;
+    cfg->jwt_cache_bytes = 1024 * 1024;
     cfg->cache_entries = 100000;
     cfg->cache_bytes = 64 * 1024 * 1024;
 
@@ -349,6 +363,10 @@ void config_free(config *cfg)
     free(cfg->config_file);
     free(cfg->log_partition);
     free(cfg->cache_validation);
+    free(cfg->jwt_public_key);
+    free(cfg->jwks);
+    free(cfg->jwt_issuer);
+    free(cfg->jwt_audience);
     json_decref(cfg->logs);
     json_decref(cfg->mirrors);
     memset(cfg, 0, sizeof *cfg);

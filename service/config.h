@@ -24,9 +24,15 @@ typedef struct config {
     char *log_partition;      /* default partition: none, daily, monthly */
     json_t *logs;             /* config file "logs": {stream: {...}}; owned, may be NULL */
     json_t *mirrors;          /* config file "mirrors": {name: {...}}; owned, NULL: default */
-    char *cache_validation;   /* stat, hash, trust (record cache hits) */
-    int cache_entries;        /* per collection; 0 turns the cache off */
-    size_t cache_bytes;       /* per collection */
+    char *jwt_public_key;     /* PEM file: /v1 then needs RS256 JWTs with scopes */
+    char *jwks;               /* or a JWKS file (keys by kid) */
+    char *jwt_issuer, *jwt_audience;
+    int jwt_leeway;
+    int jwt_cache_entries;
+    size_t jwt_cache_bytes;
+    char *cache_validation; /* stat, hash, trust (record cache hits) */
+    int cache_entries;      /* per collection; 0 turns the cache off */
+    size_t cache_bytes;     /* per collection */
 } config;
 
 /* Fills cfg from argv and the environment. Returns 0 to run, 1 when --help

@@ -14,6 +14,7 @@
 
 #include "accesslog.h"
 #include "apierr.h"
+#include "auth.h"
 #include "metrics.h"
 #include "sjson.h"
 
@@ -43,6 +44,7 @@ struct http_req {
     atomic_int refs; /* the connection, plus a streamed response */
     void *state;
     void (*state_free)(void *);
+    json_t *claims;                 /* of the verified token, when auth is on */
     int (*deferred)(http_req *req); /* set by http_defer, run on the pool */
     bool suspended, parked;
 };
@@ -63,6 +65,7 @@ static void req_unref(http_req *req)
     if (req->resp)
         MHD_destroy_response(req->resp);
     buf_free(&req->body);
+    json_decref(req->claims);
     free(req->url);
     free(req->path);
     free(req);
@@ -399,6 +402,27 @@ static bool ctype_is(const char *have, const char *want)
     return c == '\0' || c == ';' || c == ' ';
 }
 
+/* /v1 with a JWT key configured: a verified bearer token that grants the
+ * route's scope (401 without one or with a bad one, 403 without the scope). */
+static bool check_token(http_req *req)
+{
+    const char *h = http_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0 || !h[7]) {
+        http_fail(req, 401, "A bearer token is required (Authorization: Bearer <JWT>).");
+        return false;
+    }
+    char why[160];
+    if (auth_verify(req->svc->auth, h + 7, &req->claims, why, sizeof why) != 0) {
+        http_fail(req, 401, "%s", why);
+        return false;
+    }
+    if (req->route->scope && !auth_has_scope(req->claims, req->route->scope)) {
+        http_fail(req, 403, "The token lacks the scope %s.", req->route->scope);
+        return false;
+    }
+    return true;
+}
+
 /* Routing and header checks; true if the request may proceed. */
 static bool req_begin(http_req *req)
 {
@@ -424,6 +448,8 @@ static bool req_begin(http_req *req)
     char msg[160];
     if (!route_check_params(&req->m, msg, sizeof msg))
         return http_fail(req, 400, "%s", msg), false;
+    if (svc->auth && !strncmp(req->url, "/v1/", 4) && !check_token(req)) /* path is split by now */
+        return false;
     route_body kind = req->route->body;
     if (kind == ROUTE_BODY_NONE)
         return true;
@@ -451,6 +477,8 @@ static void reply_failure(http_req *req)
     http_reply_error(req, req->fail_status, "%s", req->fail_msg);
     if (req->fail_status == 405)
         http_header_add(req, MHD_HTTP_HEADER_ALLOW, req->m.allow);
+    if (req->fail_status == 401)
+        http_header_add(req, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 }
 
 static enum MHD_Result send_reply(http_req *req)

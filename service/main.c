@@ -8,6 +8,7 @@
 
 #include "accesslog.h"
 #include "fsx.h"
+#include "auth.h"
 #include "h_mirror.h"
 #include "http.h"
 #include "longpoll.h"
@@ -36,6 +37,8 @@ static void render_engines(buf *out, void *ctx)
     service *svc = ctx;
     registry_each_queue(svc->reg, queue_depth, out);
     h_mirror_metrics(svc, out);
+    if (svc->auth)
+        auth_metrics(svc->auth, out);
     rcache_stats c;
     rcache_totals(&c);
     buf_printf(out,
@@ -64,7 +67,19 @@ int main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
     bool loopback = config_listen_is_loopback(&svc.cfg);
-    if (!loopback && !svc.cfg.insecure_no_auth) {
+    if (svc.cfg.jwt_public_key || svc.cfg.jwks) {
+        auth_opts ao = {svc.cfg.jwt_public_key, svc.cfg.jwks,
+                        svc.cfg.jwt_issuer,     svc.cfg.jwt_audience,
+                        svc.cfg.jwt_leeway,     (size_t)svc.cfg.jwt_cache_entries,
+                        svc.cfg.jwt_cache_bytes};
+        char amsg[256];
+        if (auth_new(&ao, &svc.auth, amsg, sizeof amsg) != 0) {
+            fprintf(stderr, "storhd: %s\n", amsg);
+            config_free(&svc.cfg);
+            return 2;
+        }
+    }
+    if (!svc.auth && !loopback && !svc.cfg.insecure_no_auth) {
         fprintf(stderr,
                 "storhd: no JWT key is configured, so /v1 is served on loopback only; "
                 "listening on %s needs --insecure-no-auth\n",
@@ -127,6 +142,7 @@ int main(int argc, char **argv)
     h_mirror_teardown(&svc);
     workpool_free(svc.pool);
     registry_free(svc.reg);
+    auth_free(svc.auth);
     metrics_free();
     config_free(&svc.cfg);
     return 0;

@@ -16,6 +16,7 @@ typedef struct service {
     size_t nroutes;
     registry *reg;
     workpool *pool;          /* blocking engine calls run here (http_defer) */
+    struct auth *auth;       /* NULL: no JWT key, /v1 on loopback only */
     struct mirror **mirrors; /* from the config's "mirrors" (or the default) */
     size_t nmirrors;
 } service;
