@@ -23,8 +23,10 @@ cmake --build build/release -j"$jobs"
 echo "== a private PostgreSQL cluster for the tests"
 pgdir=$(mktemp -d "${TMPDIR:-/tmp}/storhd-pg-XXXXXX")
 trap 'scripts/pg.sh stop "$pgdir"; rm -rf "$pgdir"' EXIT
-STORHD_TEST_PG=$(scripts/pg.sh start "$pgdir" $((20000 + RANDOM % 20000)))
-export STORHD_TEST_PG
+STORHD_TEST_PG_PORT=$((20000 + RANDOM % 20000))
+STORHD_TEST_PG=$(scripts/pg.sh start "$pgdir" "$STORHD_TEST_PG_PORT")
+STORHD_TEST_PG_DIR=$pgdir
+export STORHD_TEST_PG STORHD_TEST_PG_DIR STORHD_TEST_PG_PORT
 
 echo "== bench ci (medians of 3 runs at 1k, gated against bench/baselines/ci-1k-all.json)"
 bench/bench.sh ci 2>/dev/null

@@ -53,6 +53,19 @@ static const opt_def opts[] = {
      "verified tokens kept (default 1000)"},
     {"jwt-cache-bytes", "STORHD_JWT_CACHE_BYTES", OPT_SIZE, OFF(jwt_cache_bytes),
      "bytes of claims and digests kept (default 1048576)"},
+    {"rpc-conninfo", "STORHD_RPC_CONNINFO", OPT_STR, OFF(rpc_conninfo),
+     "PostgreSQL of the page RPC (libpq conninfo)"},
+    {"rpc-functions", "STORHD_RPC_FUNCTIONS", OPT_STR, OFF(rpc_functions),
+     "functions POST /rpc/{function} may call, comma separated"},
+    {"rpc-pool", "STORHD_RPC_POOL", OPT_INT, OFF(rpc_pool), "PostgreSQL connections (default 8)"},
+    {"rpc-cache-ttl", "STORHD_RPC_CACHE_TTL", OPT_INT, OFF(rpc_cache_ttl),
+     "seconds a response stays cached, 0 = no cache (default 5)"},
+    {"rpc-cache-entries", "STORHD_RPC_CACHE_ENTRIES", OPT_INT, OFF(rpc_cache_entries),
+     "cached responses (default 10000)"},
+    {"rpc-cache-bytes", "STORHD_RPC_CACHE_BYTES", OPT_SIZE, OFF(rpc_cache_bytes),
+     "bytes of cached responses (default 67108864)"},
+    {"rpc-scope-claims", "STORHD_RPC_SCOPE_CLAIMS", OPT_STR, OFF(rpc_scope_claims),
+     "claims that scope the response cache (default tenant,role)"},
     {"cache-validation", "STORHD_CACHE_VALIDATION", OPT_STR, OFF(cache_validation),
      "record cache hits checked by stat (mtime+size), hash (xxh128) or trust (default stat)"},
     {"cache-entries", "STORHD_CACHE_ENTRIES", OPT_INT, OFF(cache_entries),
@@ -134,7 +147,8 @@ static int set_opt(config *cfg, const opt_def *o, const char *v, const char *whe
     case OPT_INT: {
         errno = 0;
         long n = strtol(v, &end, 10);
-        bool zero_ok = o->offset == OFF(cache_entries) || o->offset == OFF(jwt_leeway);
+        bool zero_ok = o->offset == OFF(cache_entries) || o->offset == OFF(jwt_leeway) ||
+                       o->offset == OFF(rpc_cache_ttl);
         if (errno || *end || end == v || n < (zero_ok ? 0 : 1) || n > 100000000) {
             fprintf(stderr, "storhd: %s %s: expected an integer >= %d, got '%s'\n", where, o->flag,
                     zero_ok ? 0 : 1, v);
@@ -232,6 +246,11 @@ int config_load(config *cfg, int argc, char **argv)
     cfg->log_partition = strdup("none");
     cfg->cache_validation = strdup("stat");
     cfg->jwt_leeway = 30;
+    cfg->rpc_pool = 8;
+    cfg->rpc_cache_ttl = 5;
+    cfg->rpc_cache_entries = 10000;
+    cfg->rpc_cache_bytes = 64 * 1024 * 1024;
+    cfg->rpc_scope_claims = strdup("tenant,role");
     cfg->jwt_cache_entries = 1000;
     cfg->jwt_cache_bytes = 1024 * 1024;
     cfg->cache_entries = 100000;
@@ -364,6 +383,9 @@ void config_free(config *cfg)
     free(cfg->log_partition);
     free(cfg->cache_validation);
     free(cfg->jwt_public_key);
+    free(cfg->rpc_conninfo);
+    free(cfg->rpc_functions);
+    free(cfg->rpc_scope_claims);
     free(cfg->jwks);
     free(cfg->jwt_issuer);
     free(cfg->jwt_audience);

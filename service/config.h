@@ -30,6 +30,11 @@ typedef struct config {
     int jwt_leeway;
     int jwt_cache_entries;
     size_t jwt_cache_bytes;
+    char *rpc_conninfo;  /* libpq conninfo of the page RPC, or NULL */
+    char *rpc_functions; /* allow-list, comma separated */
+    int rpc_pool, rpc_cache_ttl, rpc_cache_entries;
+    size_t rpc_cache_bytes;
+    char *rpc_scope_claims;
     char *cache_validation; /* stat, hash, trust (record cache hits) */
     int cache_entries;      /* per collection; 0 turns the cache off */
     size_t cache_bytes;     /* per collection */

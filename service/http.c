@@ -114,6 +114,11 @@ const char *http_header(http_req *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+const json_t *http_claims(http_req *req)
+{
+    return req->claims;
+}
+
 const buf *http_body(http_req *req)
 {
     return &req->body;
@@ -448,7 +453,9 @@ static bool req_begin(http_req *req)
     char msg[160];
     if (!route_check_params(&req->m, msg, sizeof msg))
         return http_fail(req, 400, "%s", msg), false;
-    if (svc->auth && !strncmp(req->url, "/v1/", 4) && !check_token(req)) /* path is split by now */
+    /* path is split by now: look at the URL */
+    if (svc->auth && (!strncmp(req->url, "/v1/", 4) || !strncmp(req->url, "/rpc/", 5)) &&
+        !check_token(req))
         return false;
     route_body kind = req->route->body;
     if (kind == ROUTE_BODY_NONE)

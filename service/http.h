@@ -33,6 +33,8 @@ const char *http_query(http_req *req, const char *key);
 /* Calls fn for every query argument. */
 void http_query_each(http_req *req, void (*fn)(void *ctx, const char *k, const char *v), void *ctx);
 const char *http_header(http_req *req, const char *name);
+/* The verified token's claims (NULL without auth); borrowed. */
+const json_t *http_claims(http_req *req);
 /* The buffered body (ROUTE_BODY_JSON routes). */
 const buf *http_body(http_req *req);
 /* Decodes the buffered body as a JSON object; on failure replies 400 itself

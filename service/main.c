@@ -9,6 +9,7 @@
 #include "accesslog.h"
 #include "fsx.h"
 #include "auth.h"
+#include "rpc.h"
 #include "h_mirror.h"
 #include "http.h"
 #include "longpoll.h"
@@ -39,6 +40,8 @@ static void render_engines(buf *out, void *ctx)
     h_mirror_metrics(svc, out);
     if (svc->auth)
         auth_metrics(svc->auth, out);
+    if (svc->rpc)
+        rpc_metrics(svc->rpc, out);
     rcache_stats c;
     rcache_totals(&c);
     buf_printf(out,
@@ -75,6 +78,22 @@ int main(int argc, char **argv)
         char amsg[256];
         if (auth_new(&ao, &svc.auth, amsg, sizeof amsg) != 0) {
             fprintf(stderr, "storhd: %s\n", amsg);
+            config_free(&svc.cfg);
+            return 2;
+        }
+    }
+    if (svc.cfg.rpc_conninfo) {
+        rpc_opts ro = {svc.cfg.rpc_conninfo,
+                       svc.cfg.rpc_functions,
+                       svc.cfg.rpc_pool,
+                       svc.cfg.rpc_cache_ttl,
+                       (size_t)svc.cfg.rpc_cache_entries,
+                       svc.cfg.rpc_cache_bytes,
+                       svc.cfg.rpc_scope_claims};
+        char rmsg[256];
+        if (rpc_new(&ro, &svc.rpc, rmsg, sizeof rmsg) != 0) {
+            fprintf(stderr, "storhd: %s\n", rmsg);
+            auth_free(svc.auth);
             config_free(&svc.cfg);
             return 2;
         }
@@ -143,6 +162,7 @@ int main(int argc, char **argv)
     workpool_free(svc.pool);
     registry_free(svc.reg);
     auth_free(svc.auth);
+    rpc_free(svc.rpc);
     metrics_free();
     config_free(&svc.cfg);
     return 0;

@@ -9,6 +9,7 @@
 #include "h_logs.h"
 #include "h_mirror.h"
 #include "h_queues.h"
+#include "h_rpc.h"
 #include "h_system.h"
 
 #define DOCS "/v1/docs/{collection}"
@@ -27,6 +28,8 @@ static const route table[] = {
      "New monotonic UUIDv7 ids (?count=1..1000)."},
     {"GET", "/v1/uuid/{uuid}", h_uuid_check, NULL, NULL, ROUTE_BODY_NONE, NULL,
      "Validate a UUIDv7 and read its timestamp."},
+    {"POST", "/rpc/{function}", h_rpc, NULL, NULL, ROUTE_BODY_JSON, NULL,
+     "Call an allow-listed PostgreSQL function with a JSON object of arguments -> rows."},
     {"POST", "/v1/mirror/install", h_mirror_install, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
      "Create the mirror tables (?mirror=, ?collection=)."},
     {"DELETE", "/v1/mirror", h_mirror_uninstall, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",

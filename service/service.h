@@ -17,6 +17,7 @@ typedef struct service {
     registry *reg;
     workpool *pool;          /* blocking engine calls run here (http_defer) */
     struct auth *auth;       /* NULL: no JWT key, /v1 on loopback only */
+    struct rpc *rpc;         /* NULL: no page RPC configured */
     struct mirror **mirrors; /* from the config's "mirrors" (or the default) */
     size_t nmirrors;
 } service;

@@ -3,67 +3,17 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <jwt.h>
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <stdbool.h>
 #include <time.h>
 
 #include "../support/client.h"
 #include "../support/daemon.h"
+#include "../support/jwtkit.h"
 #include "../test.h"
 #include "../tmpdir.h"
 
-static char dir[PATH_MAX], pub_path[PATH_MAX], jwks_path[PATH_MAX];
-static char *priv_pem, *pub_pem;
-static EVP_PKEY *key;
+static char dir[PATH_MAX], jwks_path[PATH_MAX];
 static daemon_proc d, dj;
-
-static char *pem_of(EVP_PKEY *k, bool priv)
-{
-    BIO *b = BIO_new(BIO_s_mem());
-    if (priv)
-        PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL);
-    else
-        PEM_write_bio_PUBKEY(b, k);
-    char *p;
-    long n = BIO_get_mem_data(b, &p);
-    char *out = strndup(p, (size_t)n);
-    BIO_free(b);
-    return out;
-}
-
-static char *b64url_bn(const char *param)
-{
-    BIGNUM *bn = NULL;
-    EVP_PKEY_get_bn_param(key, param, &bn);
-    int n = BN_num_bytes(bn);
-    unsigned char *raw = malloc((size_t)n), *enc = malloc((size_t)n * 2 + 4);
-    BN_bn2bin(bn, raw);
-    int l = EVP_EncodeBlock(enc, raw, n);
-    while (l > 0 && enc[l - 1] == '=')
-        l--;
-    enc[l] = '\0';
-    for (int i = 0; i < l; i++)
-        enc[i] = enc[i] == '+' ? '-' : enc[i] == '/' ? '_' : enc[i];
-    free(raw);
-    BN_free(bn);
-    return (char *)enc;
-}
-
-/* A token with these claims (JSON) signed with alg and secret. */
-static char *mint(const char *claims, jwt_alg_t alg, const char *secret, const char *kid)
-{
-    jwt_t *j;
-    jwt_new(&j);
-    jwt_add_grants_json(j, claims);
-    if (kid)
-        jwt_add_header(j, "kid", kid);
-    jwt_set_alg(j, alg, (const unsigned char *)secret, secret ? (int)strlen(secret) : 0);
-    char *t = jwt_encode_str(j);
-    jwt_free(j);
-    return t;
-}
 
 static char *claims_with(const char *scope, long long exp_delta, long long nbf_delta,
                          const char *iss, const char *aud)
@@ -94,8 +44,8 @@ static long call(daemon_proc *p, const char *method, const char *path, const cha
 
 TEST(tokens_are_checked)
 {
-    char *ok = mint(claims_with("docs:read docs:write", 3600, -10, "storhd-test", "storhd"),
-                    JWT_ALG_RS256, priv_pem, NULL);
+    char *ok = jwtkit_mint(claims_with("docs:read docs:write", 3600, -10, "storhd-test", "storhd"),
+                           JWT_ALG_RS256, NULL, NULL);
     CHECK_INT(call(&d, "POST", "/v1/docs/pages", ok, "{\"a\":1}"), 201);
     CHECK_INT(call(&d, "GET", "/v1/docs/pages", ok, NULL), 200);
     CHECK_INT(call(&d, "GET", "/v1/docs/pages", NULL, NULL), 401);
@@ -106,19 +56,19 @@ TEST(tokens_are_checked)
         char *token;
     } bad[] = {
         {"malformed", strdup("abc.def")},
-        {"expired", mint(claims_with("docs:read", -3600, -7200, "storhd-test", "storhd"),
-                         JWT_ALG_RS256, priv_pem, NULL)},
-        {"not yet valid", mint(claims_with("docs:read", 7200, 3600, "storhd-test", "storhd"),
-                               JWT_ALG_RS256, priv_pem, NULL)},
-        {"wrong aud", mint(claims_with("docs:read", 3600, -10, "storhd-test", "other"),
-                           JWT_ALG_RS256, priv_pem, NULL)},
-        {"wrong iss", mint(claims_with("docs:read", 3600, -10, "evil", "storhd"), JWT_ALG_RS256,
-                           priv_pem, NULL)},
-        {"alg none", mint(claims_with("docs:read", 3600, -10, "storhd-test", "storhd"),
-                          JWT_ALG_NONE, NULL, NULL)},
+        {"expired", jwtkit_mint(claims_with("docs:read", -3600, -7200, "storhd-test", "storhd"),
+                                JWT_ALG_RS256, NULL, NULL)},
+        {"not yet valid", jwtkit_mint(claims_with("docs:read", 7200, 3600, "storhd-test", "storhd"),
+                                      JWT_ALG_RS256, NULL, NULL)},
+        {"wrong aud", jwtkit_mint(claims_with("docs:read", 3600, -10, "storhd-test", "other"),
+                                  JWT_ALG_RS256, NULL, NULL)},
+        {"wrong iss", jwtkit_mint(claims_with("docs:read", 3600, -10, "evil", "storhd"),
+                                  JWT_ALG_RS256, NULL, NULL)},
+        {"alg none", jwtkit_mint(claims_with("docs:read", 3600, -10, "storhd-test", "storhd"),
+                                 JWT_ALG_NONE, NULL, NULL)},
         {"HS256 with the public key",
-         mint(claims_with("docs:read", 3600, -10, "storhd-test", "storhd"), JWT_ALG_HS256, pub_pem,
-              NULL)},
+         jwtkit_mint(claims_with("docs:read", 3600, -10, "storhd-test", "storhd"), JWT_ALG_HS256,
+                     jwtkit_pub_pem(), NULL)},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         long s = call(&d, "GET", "/v1/docs/pages", bad[i].token, NULL);
@@ -134,12 +84,12 @@ TEST(tokens_are_checked)
     CHECK_INT(call(&d, "GET", "/v1/docs/pages", forged, NULL), 401);
     free(forged);
     /* scopes: read-only cannot write; logs:* covers logs:write */
-    char *ro = mint(claims_with("docs:read", 3600, -10, "storhd-test", "storhd"), JWT_ALG_RS256,
-                    priv_pem, NULL);
+    char *ro = jwtkit_mint(claims_with("docs:read", 3600, -10, "storhd-test", "storhd"),
+                           JWT_ALG_RS256, NULL, NULL);
     CHECK_INT(call(&d, "POST", "/v1/docs/pages", ro, "{\"a\":1}"), 403);
     CHECK_INT(call(&d, "POST", "/v1/logs/ev", ro, "{\"a\":1}"), 403);
-    char *logs = mint(claims_with("logs:*", 3600, -10, "storhd-test", "storhd"), JWT_ALG_RS256,
-                      priv_pem, NULL);
+    char *logs = jwtkit_mint(claims_with("logs:*", 3600, -10, "storhd-test", "storhd"),
+                             JWT_ALG_RS256, NULL, NULL);
     CHECK_INT(call(&d, "POST", "/v1/logs/ev", logs, "{\"a\":1}"), 201);
     CHECK_INT(call(&d, "POST", "/v1/mirror/push", logs, NULL), 403);
     free(ro);
@@ -158,8 +108,8 @@ TEST(tokens_are_checked)
 
 TEST(jwks_keys_by_kid)
 {
-    char *k1 = mint(claims_with("*", 3600, -10, "x", "y"), JWT_ALG_RS256, priv_pem, "k1");
-    char *k2 = mint(claims_with("*", 3600, -10, "x", "y"), JWT_ALG_RS256, priv_pem, "k2");
+    char *k1 = jwtkit_mint(claims_with("*", 3600, -10, "x", "y"), JWT_ALG_RS256, NULL, "k1");
+    char *k2 = jwtkit_mint(claims_with("*", 3600, -10, "x", "y"), JWT_ALG_RS256, NULL, "k2");
     CHECK_INT(call(&dj, "POST", "/v1/docs/j", k1, "{\"a\":1}"), 201);
     CHECK_INT(call(&dj, "POST", "/v1/docs/j", k2, "{\"a\":1}"), 401); /* unknown kid */
     free(k1);
@@ -177,22 +127,12 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (!tmpdir_make(dir))
         return 2;
-    key = EVP_RSA_gen(2048);
-    priv_pem = pem_of(key, true);
-    pub_pem = pem_of(key, false);
-    snprintf(pub_path, sizeof pub_path, "%s/pub.pem", dir);
-    FILE *f = fopen(pub_path, "w");
-    fputs(pub_pem, f);
-    fclose(f);
-    char *n = b64url_bn(OSSL_PKEY_PARAM_RSA_N), *e = b64url_bn(OSSL_PKEY_PARAM_RSA_E);
+    if (jwtkit_init(dir) != 0)
+        return 2;
     snprintf(jwks_path, sizeof jwks_path, "%s/jwks.json", dir);
-    f = fopen(jwks_path, "w");
-    fprintf(f, "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"k1\",\"n\":\"%s\",\"e\":\"%s\"}]}", n, e);
-    fclose(f);
-    free(n);
-    free(e);
+    jwtkit_write_jwks(jwks_path, "k1");
     const char *a1[] = {"--jwt-public-key",
-                        pub_path,
+                        jwtkit_pub_path(),
                         "--jwt-issuer",
                         "storhd-test",
                         "--jwt-audience",
@@ -211,9 +151,7 @@ int main(int argc, char **argv)
     daemon_cleanup(&d);
     daemon_cleanup(&dj);
     tmpdir_remove(dir);
-    free(priv_pem);
-    free(pub_pem);
-    EVP_PKEY_free(key);
+    jwtkit_free();
     curl_global_cleanup();
     return rc;
 }

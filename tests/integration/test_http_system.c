@@ -89,6 +89,7 @@ TEST(openapi_lists_every_route)
         {"/v1/mirror/pull", "post"},
         {"/v1/mirror/verify", "get"},
         {"/v1/mirror/rebuild", "post"},
+        {"/rpc/{function}", "post"},
     };
     size_t ops = 0;
     const char *k;

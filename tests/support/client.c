@@ -1,6 +1,7 @@
 #include "client.h"
 
 #include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -63,8 +64,13 @@ int client_do(const char *base, const char *method, const char *path, const char
         snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
         hdrs = curl_slist_append(hdrs, ct);
     }
-    if (extra_header)
-        hdrs = curl_slist_append(hdrs, extra_header);
+    for (const char *x = extra_header; x && *x;) { /* several, one per line */
+        size_t n = strcspn(x, "\n");
+        char one[4096];
+        snprintf(one, sizeof one, "%.*s", (int)n, x);
+        hdrs = curl_slist_append(hdrs, one);
+        x += n + (x[n] == '\n');
+    }
     hdrs = curl_slist_append(hdrs, "Expect:");
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);

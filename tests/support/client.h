@@ -13,8 +13,8 @@ typedef struct client_resp {
 } client_resp;
 
 /* body may be NULL; ctype NULL sends no Content-Type. extra_header like
- * "If-None-Match: x" or NULL. chunked: send the body with chunked transfer
- * encoding in pieces of chunk bytes (0 = as one). Returns 0 on a transfer. */
+ * "If-None-Match: x" (several separated by newlines) or NULL. chunked: send the body with chunked
+ * transfer encoding in pieces of chunk bytes (0 = as one). Returns 0 on a transfer. */
 int client_do(const char *base, const char *method, const char *path, const char *ctype,
               const char *body, size_t len, const char *extra_header, size_t chunk,
               client_resp *out);

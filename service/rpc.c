@@ -1,0 +1,402 @@
+#include "rpc.h"
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sjson.h"
+#include "xxhash.h"
+
+#define MAX_FUNCTIONS 64
+#define ENTRY_OVERHEAD 128
+
+typedef struct pconn {
+    PGconn *conn;
+    bool prepared[MAX_FUNCTIONS];
+} pconn;
+
+typedef struct rentry {
+    char *key;
+    char *body;
+    size_t len, bytes;
+    char etag[20];
+    double expires;
+} rentry;
+
+struct rpc {
+    char *conninfo;
+    char *fn[MAX_FUNCTIONS];
+    size_t nfn;
+    char *scope[16];
+    size_t nscope;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pconn *conns;
+    bool *busy;
+    int pool;
+    /* response cache: key -> ring slot, FIFO eviction */
+    int ttl;
+    json_t *index;
+    rentry *ring;
+    size_t cap, head, count, bytes, max_bytes;
+    unsigned long long calls, hits, misses, evictions, waits, errors;
+    double latency_sum;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool identifier(const char *s)
+{
+    if (!*s || !((*s >= 'a' && *s <= 'z') || *s == '_'))
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return false;
+    return true;
+}
+
+static size_t split(const char *list, char **out, size_t max)
+{
+    size_t n = 0;
+    char *copy = strdup(list ? list : ""), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save))
+        out[n++] = strdup(t);
+    free(copy);
+    return n;
+}
+
+int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap)
+{
+    rpc *r = calloc(1, sizeof *r);
+    if (!r)
+        return snprintf(msg, cap, "out of memory"), -1;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    r->conninfo = strdup(o->conninfo ? o->conninfo : "");
+    r->nfn = split(o->functions, r->fn, MAX_FUNCTIONS);
+    r->nscope = split(o->scope_claims ? o->scope_claims : "tenant,role", r->scope, 16);
+    r->pool = o->pool > 0 ? o->pool : 8;
+    r->conns = calloc((size_t)r->pool, sizeof *r->conns);
+    r->busy = calloc((size_t)r->pool, sizeof *r->busy);
+    r->ttl = o->cache_ttl;
+    r->cap = o->cache_entries ? o->cache_entries : 1;
+    r->max_bytes = o->cache_bytes ? o->cache_bytes : 1;
+    r->ring = calloc(r->cap, sizeof *r->ring);
+    r->index = json_object();
+    for (size_t i = 0; i < r->nfn; i++)
+        if (!identifier(r->fn[i])) {
+            snprintf(msg, cap, "rpc function '%.64s' is not a plain lowercase identifier",
+                     r->fn[i]);
+            rpc_free(r);
+            return -1;
+        }
+    if (!r->nfn) {
+        snprintf(msg, cap, "no rpc functions allowed (--rpc-functions)");
+        rpc_free(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+void rpc_free(rpc *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->pool; i++)
+        if (r->conns[i].conn)
+            PQfinish(r->conns[i].conn);
+    for (size_t i = 0; i < r->cap; i++) {
+        free(r->ring[i].key);
+        free(r->ring[i].body);
+    }
+    for (size_t i = 0; i < r->nfn; i++)
+        free(r->fn[i]);
+    for (size_t i = 0; i < r->nscope; i++)
+        free(r->scope[i]);
+    free(r->ring);
+    json_decref(r->index);
+    free(r->conns);
+    free(r->busy);
+    free(r->conninfo);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+static int fn_index(const rpc *r, const char *function)
+{
+    for (size_t i = 0; i < r->nfn; i++)
+        if (!strcmp(r->fn[i], function))
+            return (int)i;
+    return -1;
+}
+
+bool rpc_allowed(const rpc *r, const char *function)
+{
+    return fn_index(r, function) >= 0;
+}
+
+/* ---- response cache (under mu) ---- */
+
+static void drop_slot(rpc *r, size_t i)
+{
+    rentry *e = &r->ring[i];
+    if (!e->key)
+        return;
+    json_object_del(r->index, e->key);
+    r->bytes -= e->bytes;
+    free(e->key);
+    free(e->body);
+    memset(e, 0, sizeof *e);
+}
+
+static bool cache_get(rpc *r, const char *key, rpc_result *res)
+{
+    json_t *slot = json_object_get(r->index, key);
+    if (!slot)
+        return false;
+    size_t i = (size_t)json_integer_value(slot);
+    rentry *e = &r->ring[i];
+    if (now_s() >= e->expires) {
+        drop_slot(r, i);
+        return false;
+    }
+    res->body = malloc(e->len + 1);
+    if (!res->body)
+        return false;
+    memcpy(res->body, e->body, e->len + 1);
+    res->len = e->len;
+    memcpy(res->etag, e->etag, sizeof res->etag);
+    res->cached = true;
+    return true;
+}
+
+static void cache_put(rpc *r, const char *key, const rpc_result *res)
+{
+    size_t cost = ENTRY_OVERHEAD + strlen(key) + res->len;
+    if (cost > r->max_bytes)
+        return;
+    while (r->count && (r->count == r->cap || r->bytes + cost > r->max_bytes)) {
+        size_t oldest = (r->head + r->cap - r->count) % r->cap;
+        if (r->ring[oldest].key)
+            r->evictions++;
+        drop_slot(r, oldest);
+        r->count--;
+    }
+    if (json_object_get(r->index, key)) /* a racing call stored it already */
+        return;
+    drop_slot(r, r->head);
+    rentry *e = &r->ring[r->head];
+    e->key = strdup(key);
+    e->body = malloc(res->len + 1);
+    if (!e->key || !e->body) {
+        free(e->key);
+        free(e->body);
+        memset(e, 0, sizeof *e);
+        return;
+    }
+    memcpy(e->body, res->body, res->len + 1);
+    e->len = res->len;
+    e->bytes = cost;
+    memcpy(e->etag, res->etag, sizeof e->etag);
+    e->expires = now_s() + r->ttl;
+    json_object_set_new(r->index, key, json_integer((json_int_t)r->head));
+    r->bytes += cost;
+    r->head = (r->head + 1) % r->cap;
+    r->count++;
+}
+
+/* ---- the pool ---- */
+
+static int take(rpc *r)
+{
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        for (int i = 0; i < r->pool; i++)
+            if (!r->busy[i]) {
+                r->busy[i] = true;
+                pthread_mutex_unlock(&r->mu);
+                return i;
+            }
+        r->waits++;
+        pthread_cond_wait(&r->cv, &r->mu);
+    }
+}
+
+static void give(rpc *r, int i)
+{
+    pthread_mutex_lock(&r->mu);
+    r->busy[i] = false;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static int ensure(rpc *r, pconn *c, storh_err *err)
+{
+    if (c->conn && PQstatus(c->conn) == CONNECTION_OK)
+        return 0;
+    if (c->conn)
+        PQfinish(c->conn);
+    memset(c->prepared, 0, sizeof c->prepared);
+    c->conn = PQconnectdb(r->conninfo);
+    if (PQstatus(c->conn) != CONNECTION_OK) {
+        storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
+                      PQerrorMessage(c->conn));
+        PQfinish(c->conn);
+        c->conn = NULL;
+        return STORH_EUNAVAIL;
+    }
+    return 0;
+}
+
+/* The claims are set for the statement's own transaction before the
+ * function runs (the function's argument depends on set_config's result,
+ * which orders the two). */
+static int prepare(rpc *r, pconn *c, int fi, storh_err *err)
+{
+    if (c->prepared[fi])
+        return 0;
+    char name[16], sql[512];
+    snprintf(name, sizeof name, "rpc%d", fi);
+    snprintf(sql, sizeof sql,
+             "SELECT coalesce(json_agg(t), '[]'::json)::text FROM (SELECT "
+             "set_config('request.jwt.claims', $1, true) AS c) s, LATERAL \"%s\"(CASE WHEN "
+             "s.c IS NOT NULL THEN $2::jsonb END) t",
+             r->fn[fi]);
+    PGresult *res = PQprepare(c->conn, name, sql, 2, NULL);
+    int rc = 0;
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        rc = storh_err_set(err, PQstatus(c->conn) == CONNECTION_OK ? STORH_EINVAL : STORH_EUNAVAIL,
+                           "Could not prepare %s: %s", r->fn[fi], PQresultErrorMessage(res));
+    else
+        c->prepared[fi] = true;
+    PQclear(res);
+    return rc;
+}
+
+static void cache_key(const rpc *r, const char *function, const char *args, const json_t *claims,
+                      buf *out)
+{
+    buf_appends(out, function);
+    buf_appendc(out, '\n');
+    buf_appends(out, args);
+    for (size_t i = 0; i < r->nscope; i++) {
+        json_t *v = json_object_get(claims, r->scope[i]);
+        buf_appendc(out, '\n');
+        if (v)
+            sjson_encode(out, v, 0, NULL);
+    }
+}
+
+int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *claims,
+             rpc_result *res, storh_err *err)
+{
+    memset(res, 0, sizeof *res);
+    int fi = fn_index(r, function);
+    if (fi < 0)
+        return storh_err_set(err, STORH_ENOTFOUND, "No such rpc function: %.64s", function);
+    double t0 = now_s();
+    buf a = BUF_INIT, cl = BUF_INIT, key = BUF_INIT;
+    sjson_encode(&a, args, 0, NULL); /* canonical: one key for one argument set */
+    if (claims)
+        sjson_encode(&cl, claims, 0, NULL);
+    else
+        buf_appends(&cl, "{}");
+    cache_key(r, function, a.data, claims, &key);
+    pthread_mutex_lock(&r->mu);
+    r->calls++;
+    bool hit = r->ttl > 0 && cache_get(r, key.data, res);
+    if (hit)
+        r->hits++;
+    else
+        r->misses++;
+    pthread_mutex_unlock(&r->mu);
+    int rc = 0;
+    if (!hit) {
+        int ci = take(r);
+        pconn *c = &r->conns[ci];
+        rc = ensure(r, c, err);
+        if (!rc)
+            rc = prepare(r, c, fi, err);
+        if (!rc) {
+            char name[16];
+            snprintf(name, sizeof name, "rpc%d", fi);
+            const char *vals[2] = {cl.data, a.data};
+            PGresult *q = PQexecPrepared(c->conn, name, 2, vals, NULL, NULL, 0);
+            if (PQresultStatus(q) == PGRES_TUPLES_OK && PQntuples(q) == 1) {
+                res->len = (size_t)PQgetlength(q, 0, 0);
+                res->body = malloc(res->len + 1);
+                if (res->body)
+                    memcpy(res->body, PQgetvalue(q, 0, 0), res->len + 1);
+                else
+                    rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            } else if (PQstatus(c->conn) != CONNECTION_OK) {
+                rc = storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
+                                   PQerrorMessage(c->conn));
+            } else {
+                rc = storh_err_set(err, STORH_EINVAL, "The function rejected the call: %s",
+                                   PQresultErrorMessage(q));
+            }
+            PQclear(q);
+        }
+        if (rc == STORH_EUNAVAIL && c->conn) { /* reconnect next time */
+            PQfinish(c->conn);
+            c->conn = NULL;
+        }
+        give(r, ci);
+        if (!rc) {
+            snprintf(res->etag, sizeof res->etag, "\"%016llx\"",
+                     (unsigned long long)XXH3_64bits(res->body, res->len));
+            if (r->ttl > 0) {
+                pthread_mutex_lock(&r->mu);
+                cache_put(r, key.data, res);
+                pthread_mutex_unlock(&r->mu);
+            }
+        }
+    }
+    pthread_mutex_lock(&r->mu);
+    if (rc)
+        r->errors++;
+    r->latency_sum += now_s() - t0;
+    pthread_mutex_unlock(&r->mu);
+    buf_free(&a);
+    buf_free(&cl);
+    buf_free(&key);
+    return rc;
+}
+
+void rpc_metrics(rpc *r, buf *out)
+{
+    pthread_mutex_lock(&r->mu);
+    int busy = 0;
+    for (int i = 0; i < r->pool; i++)
+        busy += r->busy[i];
+    buf_printf(out,
+               "storhd_cache_total{cache=\"response\",event=\"hit\"} %llu\n"
+               "storhd_cache_total{cache=\"response\",event=\"miss\"} %llu\n"
+               "storhd_cache_total{cache=\"response\",event=\"eviction\"} %llu\n"
+               "storhd_cache_entries{cache=\"response\"} %zu\n"
+               "storhd_cache_bytes{cache=\"response\"} %zu\n"
+               "# HELP storhd_pg_pool PostgreSQL pool of the page RPC.\n"
+               "# TYPE storhd_pg_pool gauge\n"
+               "storhd_pg_pool{state=\"size\"} %d\nstorhd_pg_pool{state=\"busy\"} %d\n"
+               "# HELP storhd_pg_pool_total Waits for a connection and failed calls.\n"
+               "# TYPE storhd_pg_pool_total counter\n"
+               "storhd_pg_pool_total{event=\"wait\"} %llu\n"
+               "storhd_pg_pool_total{event=\"error\"} %llu\n"
+               "# HELP storhd_rpc_seconds_total Time spent in page RPC calls.\n"
+               "# TYPE storhd_rpc_seconds_total counter\n"
+               "storhd_rpc_seconds_total %.6f\nstorhd_rpc_calls_total %llu\n",
+               r->hits, r->misses, r->evictions, json_object_size(r->index), r->bytes, r->pool,
+               busy, r->waits, r->errors, r->latency_sum, r->calls);
+    pthread_mutex_unlock(&r->mu);
+}

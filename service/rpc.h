@@ -1,0 +1,48 @@
+/* rpc: the page RPC into PostgreSQL. An allow-list of function names (plain
+ * identifiers, checked at start; the URL never reaches SQL), a pool of libpq
+ * connections used from the worker pool (so the HTTP event loops never
+ * wait), the JSON arguments and the token's claims always bound as
+ * parameters, claims visible to SQL as request.jwt.claims (as PostgREST
+ * does), and a response cache keyed by function, canonical arguments and
+ * the claims that scope it, bounded by entries and bytes, with a TTL. A
+ * lost server is 503 and every connection is re-established when it is back. */
+#ifndef STORHD_RPC_H
+#define STORHD_RPC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "storh_err.h"
+
+typedef struct rpc rpc;
+
+typedef struct rpc_opts {
+    const char *conninfo;
+    const char *functions; /* comma separated allow-list */
+    int pool;              /* connections (default 8) */
+    int cache_ttl;         /* seconds; 0 turns the response cache off */
+    size_t cache_entries, cache_bytes;
+    const char *scope_claims; /* comma separated claims that scope the cache */
+} rpc_opts;
+
+int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap);
+void rpc_free(rpc *r);
+bool rpc_allowed(const rpc *r, const char *function);
+
+typedef struct rpc_result {
+    char *body; /* JSON array of rows (malloc'd) */
+    size_t len;
+    char etag[20];
+    bool cached;
+} rpc_result;
+
+/* Calls function(args) with claims (both borrowed; claims may be NULL).
+ * STORH_EUNAVAIL when PostgreSQL is down, STORH_EINVAL when it rejects the
+ * arguments. The caller frees res->body. */
+int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *claims,
+             rpc_result *res, storh_err *err);
+void rpc_metrics(rpc *r, buf *out);
+
+#endif

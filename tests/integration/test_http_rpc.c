@@ -1,0 +1,241 @@
+/* The page RPC against a real PostgreSQL (STORHD_TEST_PG, and for the
+ * kill/restart case STORHD_TEST_PG_DIR and STORHD_TEST_PG_PORT, which
+ * scripts/test.sh provides; without them the test fails rather than skips). */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../support/client.h"
+#include "../support/daemon.h"
+#include "../support/jwtkit.h"
+#include "../test.h"
+#include "../tmpdir.h"
+#include "buf.h"
+
+static char dir[PATH_MAX];
+static daemon_proc d;
+static const char *pg;
+
+static long long sql_count(const char *sql)
+{
+    PGconn *c = PQconnectdb(pg);
+    PGresult *r = PQexec(c, sql);
+    long long n = PQresultStatus(r) == PGRES_TUPLES_OK ? atoll(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+static char *token_for(int tenant)
+{
+    char claims[160];
+    snprintf(claims, sizeof claims,
+             "{\"sub\":\"t\",\"tenant\":%d,\"role\":\"reader\",\"scope\":\"*\",\"exp\":%lld}",
+             tenant, (long long)time(NULL) + 3600);
+    return jwtkit_mint(claims, JWT_ALG_RS256, NULL, NULL);
+}
+
+/* About 1 KiB of arguments, as in the reference workload. */
+static char *args(int limit, const char *extra)
+{
+    static char b[2048];
+    char pad[901];
+    memset(pad, 'x', 900);
+    pad[900] = '\0';
+    snprintf(b, sizeof b, "{\"limit\":%d,\"pad\":\"%s\"%s%s}", limit, pad, extra ? "," : "",
+             extra ? extra : "");
+    return b;
+}
+
+static client_resp call(const char *fn, const char *token, const char *body, const char *inm)
+{
+    char hdrs[4200], path[128];
+    snprintf(hdrs, sizeof hdrs, "Authorization: Bearer %s%s%s", token ? token : "",
+             inm ? "\nIf-None-Match: " : "", inm ? inm : "");
+    snprintf(path, sizeof path, "/rpc/%s", fn);
+    client_resp r;
+    client_do(d.base, "POST", path, "application/json", body, strlen(body), token ? hdrs : NULL, 0,
+              &r);
+    return r;
+}
+
+static bool all_tenant(const client_resp *r, int tenant, size_t *n)
+{
+    json_t *rows = json_loadb(r->body, r->len, 0, NULL);
+    *n = json_array_size(rows);
+    bool ok = json_is_array(rows);
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) ok =
+        ok && json_integer_value(json_object_get(row, "tenant")) == tenant;
+    json_decref(rows);
+    return ok;
+}
+
+TEST(rows_cache_and_etag)
+{
+    char *t7 = token_for(7), *t8 = token_for(8);
+    client_resp r = call("page", t7, args(100, NULL), NULL);
+    CHECK_INT(r.status, 200);
+    size_t n;
+    CHECK(all_tenant(&r, 7, &n));
+    CHECK_INT(n, 100);
+    char hdr[64], etag[64];
+    CHECK_STR(client_header(&r, "X-Cache", hdr, sizeof hdr), "miss");
+    CHECK(client_header(&r, "ETag", etag, sizeof etag) != NULL);
+    CHECK_STR(client_header(&r, "Cache-Control", hdr, sizeof hdr), "private, max-age=1");
+    client_free(&r);
+    r = call("page", t7, args(100, NULL), NULL);
+    CHECK_STR(client_header(&r, "X-Cache", hdr, sizeof hdr), "hit");
+    char etag2[64];
+    CHECK_STR(client_header(&r, "ETag", etag2, sizeof etag2), etag);
+    client_free(&r);
+    /* the claims scope the cache: tenant 8 is not served tenant 7's rows */
+    r = call("page", t8, args(100, NULL), NULL);
+    CHECK_STR(client_header(&r, "X-Cache", hdr, sizeof hdr), "miss");
+    CHECK(all_tenant(&r, 8, &n));
+    client_free(&r);
+    /* entries expire after the TTL */
+    usleep(1300 * 1000);
+    r = call("page", t7, args(100, NULL), NULL);
+    CHECK_STR(client_header(&r, "X-Cache", hdr, sizeof hdr), "miss");
+    client_free(&r);
+    /* a conditional request with the ETag of the same rows */
+    r = call("page", t7, args(100, NULL), etag);
+    CHECK_INT(r.status, 304);
+    CHECK_INT(r.len, 0);
+    client_free(&r);
+    free(t7);
+    free(t8);
+}
+
+TEST(bad_calls)
+{
+    char *t7 = token_for(7);
+    client_resp r = call("page", NULL, args(10, NULL), NULL);
+    CHECK_INT(r.status, 401);
+    client_free(&r);
+    r = call("page", "not.a.token", args(10, NULL), NULL);
+    CHECK_INT(r.status, 401);
+    client_free(&r);
+    const char *names[] = {"nope", "page;drop%20table%20rpc_items", "pg_sleep", "%22page%22",
+                           "PAGE"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        r = call(names[i], t7, args(10, NULL), NULL);
+        CHECK_INT(r.status, 404);
+        client_free(&r);
+    }
+    /* injection in the arguments: they are a bound jsonb parameter */
+    char claims[128];
+    snprintf(claims, sizeof claims, "{\"scope\":\"*\",\"exp\":%lld}", (long long)time(NULL) + 600);
+    char *anon = jwtkit_mint(claims, JWT_ALG_RS256, NULL, NULL);
+    r = call("page", anon, "{\"tenant\":\"1; DROP TABLE rpc_items; --\",\"limit\":5}", NULL);
+    CHECK_INT(r.status, 400);
+    client_free(&r);
+    r = call("page", anon, "{\"tenant\":\"1' OR '1'='1\"}", NULL);
+    CHECK_INT(r.status, 400);
+    client_free(&r);
+    CHECK_INT(sql_count("SELECT count(*) FROM rpc_items"), 10000);
+    r = call("page", t7, "[1,2]", NULL);
+    CHECK_INT(r.status, 400);
+    client_free(&r);
+    r = call("page", t7, "{\"limit\":", NULL);
+    CHECK_INT(r.status, 400);
+    client_free(&r);
+    free(anon);
+    free(t7);
+}
+
+TEST(postgres_down_then_back)
+{
+    const char *pgdir = getenv("STORHD_TEST_PG_DIR"), *port = getenv("STORHD_TEST_PG_PORT");
+    CHECK(pgdir && port);
+    if (!pgdir || !port)
+        return;
+    char cmd[PATH_MAX * 2];
+    char *t = token_for(3);
+    snprintf(cmd, sizeof cmd, "%s/scripts/pg.sh stop '%s'", STORHD_SOURCE_DIR, pgdir);
+    CHECK_INT(system(cmd), 0);
+    client_resp r = call("page", t, args(7, "\"n\":1"), NULL);
+    CHECK_INT(r.status, 503);
+    CHECK(strstr(r.body, "PostgreSQL is unavailable") != NULL);
+    client_free(&r);
+    snprintf(cmd, sizeof cmd, "%s/scripts/pg.sh start '%s' %s >/dev/null", STORHD_SOURCE_DIR, pgdir,
+             port);
+    CHECK_INT(system(cmd), 0);
+    r = call("page", t, args(7, "\"n\":2"), NULL);
+    CHECK_INT(r.status, 200);
+    size_t n;
+    CHECK(all_tenant(&r, 3, &n));
+    CHECK_INT(n, 7);
+    client_free(&r);
+    r = call("page", t, args(7, "\"n\":3"), NULL);
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+    free(t);
+    client_do(d.base, "GET", "/metrics", NULL, NULL, 0, NULL, 0, &r);
+    CHECK(strstr(r.body, "storhd_pg_pool{state=\"size\"} 8") != NULL);
+    CHECK(strstr(r.body, "storhd_cache_total{cache=\"response\",event=\"hit\"}") != NULL);
+    client_free(&r);
+}
+
+static const test_case tests[] = {
+    {"rows_cache_and_etag", rows_cache_and_etag},
+    {"bad_calls", bad_calls},
+    {"postgres_down_then_back", postgres_down_then_back},
+};
+
+static int run_cases(int argc, char **argv);
+int main(int argc, char **argv)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    pg = getenv("STORHD_TEST_PG");
+    if (!pg) {
+        fprintf(stderr, "STORHD_TEST_PG is not set: scripts/test.sh starts a cluster for this\n");
+        return 1;
+    }
+    if (!tmpdir_make(dir) || jwtkit_init(dir) != 0)
+        return 2;
+    /* load the reference fixture */
+    buf sql = BUF_INIT;
+    FILE *f = fopen(STORHD_SOURCE_DIR "/deploy/postgres/fixture.sql", "r");
+    char line[1024];
+    while (f && fgets(line, sizeof line, f))
+        buf_appends(&sql, line);
+    if (f)
+        fclose(f);
+    PGconn *c = PQconnectdb(pg);
+    PGresult *res = PQexec(c, sql.data ? sql.data : "");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "fixture: %s\n", PQresultErrorMessage(res));
+        return 1;
+    }
+    PQclear(res);
+    PQfinish(c);
+    buf_free(&sql);
+    const char *extra[] = {"--rpc-conninfo",
+                           pg,
+                           "--rpc-functions",
+                           "page",
+                           "--rpc-cache-ttl",
+                           "1",
+                           "--jwt-public-key",
+                           jwtkit_pub_path(),
+                           NULL};
+    if (daemon_start(&d, NULL, extra) != 0) {
+        fprintf(stderr, "could not start storhd\n");
+        return 1;
+    }
+    int rc = run_cases(argc, argv);
+    if (daemon_stop(&d) != 0)
+        rc = 1;
+    daemon_cleanup(&d);
+    tmpdir_remove(dir);
+    jwtkit_free();
+    curl_global_cleanup();
+    return rc;
+}
+TEST_MAIN_NAMED(run_cases, tests)
