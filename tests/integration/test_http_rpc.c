@@ -33,7 +33,8 @@ static char *token_for(int tenant)
 {
     char claims[160];
     snprintf(claims, sizeof claims,
-             "{\"sub\":\"t\",\"tenant\":%d,\"role\":\"reader\",\"scope\":\"*\",\"exp\":%lld}",
+             "{\"sub\":\"t\",\"tenant\":%d,\"role\":\"reader\",\"scope\":\"*\",\"aud\":"
+             "\"storhd\",\"exp\":%lld}",
              tenant, (long long)time(NULL) + 3600);
     return jwtkit_mint(claims, JWT_ALG_RS256, NULL, NULL);
 }
@@ -121,6 +122,32 @@ TEST(bad_calls)
     r = call("page", "not.a.token", args(10, NULL), NULL);
     CHECK_INT(r.status, 401);
     client_free(&r);
+    /* every rejection reaches neither PostgreSQL nor the cache */
+    long long now = (long long)time(NULL);
+    char c[6][200];
+    snprintf(c[0], sizeof c[0], "{\"tenant\":7,\"aud\":\"storhd\",\"exp\":%lld}", now - 3600);
+    snprintf(c[1], sizeof c[1], "{\"tenant\":7,\"aud\":\"storhd\",\"exp\":%lld,\"nbf\":%lld}",
+             now + 7200, now + 3600);
+    snprintf(c[2], sizeof c[2], "{\"tenant\":7,\"aud\":\"elsewhere\",\"exp\":%lld}", now + 600);
+    snprintf(c[3], sizeof c[3], "{\"tenant\":7,\"aud\":\"storhd\",\"exp\":%lld}", now + 600);
+    char *bad[] = {
+        jwtkit_mint(c[0], JWT_ALG_RS256, NULL, NULL),             /* expired */
+        jwtkit_mint(c[1], JWT_ALG_RS256, NULL, NULL),             /* not yet valid */
+        jwtkit_mint(c[2], JWT_ALG_RS256, NULL, NULL),             /* wrong aud */
+        jwtkit_mint(c[3], JWT_ALG_NONE, NULL, NULL),              /* alg none */
+        jwtkit_mint(c[3], JWT_ALG_HS256, jwtkit_pub_pem(), NULL), /* HS256, public key as secret */
+        jwtkit_mint(c[3], JWT_ALG_RS256, NULL, NULL),             /* bad signature, below */
+    };
+    size_t last = strlen(bad[5]);
+    bad[5][last - 3] = bad[5][last - 3] == 'Q' ? 'R' : 'Q';
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = call("page", bad[i], args(10, NULL), NULL);
+        if (r.status != 401)
+            fprintf(stderr, "bad token %zu -> %ld\n", i, r.status);
+        CHECK_INT(r.status, 401);
+        client_free(&r);
+        free(bad[i]);
+    }
     const char *names[] = {"nope", "page;drop%20table%20rpc_items", "pg_sleep", "%22page%22",
                            "PAGE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -130,7 +157,8 @@ TEST(bad_calls)
     }
     /* injection in the arguments: they are a bound jsonb parameter */
     char claims[128];
-    snprintf(claims, sizeof claims, "{\"scope\":\"*\",\"exp\":%lld}", (long long)time(NULL) + 600);
+    snprintf(claims, sizeof claims, "{\"scope\":\"*\",\"aud\":\"storhd\",\"exp\":%lld}",
+             (long long)time(NULL) + 600);
     char *anon = jwtkit_mint(claims, JWT_ALG_RS256, NULL, NULL);
     r = call("page", anon, "{\"tenant\":\"1; DROP TABLE rpc_items; --\",\"limit\":5}", NULL);
     CHECK_INT(r.status, 400);
@@ -224,6 +252,10 @@ int main(int argc, char **argv)
                            "1",
                            "--jwt-public-key",
                            jwtkit_pub_path(),
+                           "--jwt-audience",
+                           "storhd",
+                           "--jwt-leeway",
+                           "0",
                            NULL};
     if (daemon_start(&d, NULL, extra) != 0) {
         fprintf(stderr, "could not start storhd\n");
