@@ -95,6 +95,9 @@ TEST(log_append_get_delete_stream)
     r = req("GET", "/v1/logs/events/_verify", NULL, NULL);
     CHECK_PREFIX(r.body, "{\"ok\":true,\"errors\":[]");
     client_free(&r);
+    r = req("POST", "/v1/logs/events/_repair", NULL, NULL);
+    CHECK_PREFIX(r.body, "{\"ok\":true,\"quarantined\":0,\"stats\":{");
+    client_free(&r);
     r = req("POST", "/v1/logs/events/_retain", "application/json", "{\"older_than_days\":0}");
     CHECK_INT(r.status, 400);
     client_free(&r);
@@ -222,6 +225,9 @@ TEST(queue_flow)
     client_free(&r);
     r = req("GET", "/v1/queues/work/_verify", NULL, NULL);
     CHECK_PREFIX(r.body, "{\"ok\":true,\"errors\":[]");
+    client_free(&r);
+    r = req("POST", "/v1/queues/work/_repair?timeout_seconds=0", NULL, NULL);
+    CHECK_STR(r.body, "{\"ok\":true,\"quarantined\":0,\"requeued\":0}");
     client_free(&r);
     r = req("POST", "/v1/queues/work/claim?limit=0", NULL, NULL);
     CHECK_INT(r.status, 400);

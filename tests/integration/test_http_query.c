@@ -42,6 +42,11 @@ TEST(indexed_queries_conflicts_and_schema)
     CHECK_INT(r.status, 200);
     CHECK_PREFIX(r.body, "{\"changed\":true,");
     client_free(&r);
+    r = req("GET", "/v1/docs/pages/_indexes", NULL);
+    CHECK_STR(r.body, "{\"fields\":[{\"field\":\"at\",\"unique\":false,\"range\":true},{\"field\":"
+                      "\"kind\",\"unique\":false,\"range\":false},{\"field\":\"slug\",\"unique\":"
+                      "true,\"range\":false}]}");
+    client_free(&r);
     buf rows = BUF_INIT;
     for (int i = 0; i < 30; i++)
         buf_printf(&rows, "{\"kind\":\"%s\",\"slug\":\"s%d\",\"at\":%d}\n", i % 3 ? "post" : "page",
