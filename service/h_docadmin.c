@@ -19,13 +19,6 @@ static docstore *store_for(http_req *req)
     return ds;
 }
 
-static int reply_owned(http_req *req, int status, json_t *o)
-{
-    http_reply_json(req, status, o);
-    json_decref(o);
-    return 0;
-}
-
 /* Parses the body as a query; replies 400 itself on failure. */
 static bool body_query(http_req *req, query *q)
 {
@@ -54,7 +47,7 @@ int h_docs_query(http_req *req)
     query_free(&q);
     if (rc)
         return http_reply_storh(req, &err);
-    return reply_owned(req, 200, out);
+    return http_reply_owned(req, 200, out);
 }
 
 int h_logs_query(http_req *req)
@@ -77,13 +70,13 @@ int h_logs_query(http_req *req)
     query_free(&q);
     if (rc)
         return http_reply_storh(req, &err);
-    return reply_owned(req, 200, out);
+    return http_reply_owned(req, 200, out);
 }
 
 int h_docs_indexes_get(http_req *req)
 {
     docstore *ds = store_for(req);
-    return ds ? reply_owned(req, 200, docstore_indexes(ds)) : 0;
+    return ds ? http_reply_owned(req, 200, docstore_indexes(ds)) : 0;
 }
 
 static int indexes_put_work(http_req *req)
@@ -100,7 +93,7 @@ static int indexes_put_work(http_req *req)
     storh_err err;
     int rc = docstore_define_indexes(ds, body, rebuild, &out, &err);
     json_decref(body);
-    return rc ? http_reply_storh(req, &err) : reply_owned(req, 200, out);
+    return rc ? http_reply_storh(req, &err) : http_reply_owned(req, 200, out);
 }
 
 int h_docs_indexes_put(http_req *req)
@@ -112,7 +105,7 @@ int h_docs_indexes_put(http_req *req)
 int h_docs_schema_get(http_req *req)
 {
     docstore *ds = store_for(req);
-    return ds ? reply_owned(req, 200, docstore_schema(ds)) : 0;
+    return ds ? http_reply_owned(req, 200, docstore_schema(ds)) : 0;
 }
 
 static int schema_put_work(http_req *req)
@@ -125,7 +118,7 @@ static int schema_put_work(http_req *req)
     storh_err err;
     int rc = docstore_set_schema(ds, body, &out, &err);
     json_decref(body);
-    return rc ? http_reply_storh(req, &err) : reply_owned(req, 200, out);
+    return rc ? http_reply_storh(req, &err) : http_reply_owned(req, 200, out);
 }
 
 int h_docs_schema_put(http_req *req)
@@ -143,7 +136,7 @@ static int engine_op(http_req *req, int (*fn)(docstore *, json_t **, storh_err *
     storh_err err;
     if (fn(ds, &out, &err))
         return http_reply_storh(req, &err);
-    return reply_owned(req, 200, out);
+    return http_reply_owned(req, 200, out);
 }
 
 static int verify_work(http_req *req)
@@ -218,5 +211,5 @@ int h_filter(http_req *req)
     }
     query_free(&q);
     json_decref(body);
-    return reply_owned(req, 200, json_pack("{so}", "rows", out));
+    return http_reply_owned(req, 200, json_pack("{so}", "rows", out));
 }

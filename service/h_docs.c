@@ -243,9 +243,7 @@ static int reply_engine_json(http_req *req, int (*fn)(docstore *, json_t **, sto
     storh_err err;
     if (fn(ds, &out, &err))
         return http_reply_storh(req, &err);
-    http_reply_json(req, 200, out);
-    json_decref(out);
-    return 0;
+    return http_reply_owned(req, 200, out);
 }
 
 int h_docs_stats(http_req *req)

@@ -47,9 +47,7 @@ static int64_t id_ms(const char *id)
 static int reply_record(http_req *req, int status, const char *id, const json_t *data)
 {
     json_t *o = json_pack("{sssO}", "id", id, "data", data);
-    http_reply_json(req, status, o);
-    json_decref(o);
-    return 0;
+    return http_reply_owned(req, status, o);
 }
 
 static int append_work(http_req *req)
@@ -265,9 +263,7 @@ static int compact_work(http_req *req)
     storh_err err;
     if (seglog_compact(s, &out, &err))
         return http_reply_storh(req, &err);
-    http_reply_json(req, 200, out);
-    json_decref(out);
-    return 0;
+    return http_reply_owned(req, 200, out);
 }
 
 int h_logs_compact(http_req *req)
@@ -304,9 +300,7 @@ static int retain_work(http_req *req)
         return http_reply_storh(req, &err);
     json_t *out =
         json_pack("{sIsI}", "deleted", (json_int_t)deleted, "cutoff_ms", (json_int_t)cutoff);
-    http_reply_json(req, 200, out);
-    json_decref(out);
-    return 0;
+    return http_reply_owned(req, 200, out);
 }
 
 int h_logs_retain(http_req *req)
@@ -324,9 +318,7 @@ static int json_op(http_req *req, int (*fn)(seglog *, json_t **, storh_err *))
     storh_err err;
     if (fn(s, &out, &err))
         return http_reply_storh(req, &err);
-    http_reply_json(req, 200, out);
-    json_decref(out);
-    return 0;
+    return http_reply_owned(req, 200, out);
 }
 
 int h_logs_stats(http_req *req)

@@ -125,13 +125,6 @@ static int each_collection(http_req *req, coll_op op, json_t *acc)
     return rc;
 }
 
-static int reply_owned(http_req *req, json_t *o)
-{
-    http_reply_json(req, 200, o);
-    json_decref(o);
-    return 0;
-}
-
 static int op_install(mirror *m, const mirror_coll *c, const mirror_source *src, json_t *acc,
                       storh_err *err)
 {
@@ -146,7 +139,7 @@ static int install_work(http_req *req)
 {
     json_t *acc = json_pack("{s[]}", "tables");
     if (each_collection(req, op_install, acc) == 0)
-        reply_owned(req, json_incref(acc));
+        http_reply_json(req, 200, acc);
     json_decref(acc);
     return 0;
 }
@@ -165,7 +158,7 @@ static int uninstall_work(http_req *req)
 {
     json_t *acc = json_pack("{s[]}", "dropped");
     if (each_collection(req, op_uninstall, acc) == 0)
-        reply_owned(req, json_incref(acc));
+        http_reply_json(req, 200, acc);
     json_decref(acc);
     return 0;
 }
@@ -176,7 +169,7 @@ static int totals_work(http_req *req, coll_op op, const char *const *keys)
     for (; *keys; keys++)
         json_object_set_new(acc, *keys, json_integer(0));
     if (each_collection(req, op, acc) == 0)
-        reply_owned(req, json_incref(acc));
+        http_reply_json(req, 200, acc);
     json_decref(acc);
     return 0;
 }
@@ -216,7 +209,7 @@ static int verify_work(http_req *req)
         json_t *out = json_pack(
             "{sbsOsO}", "ok", json_array_size(json_object_get(acc, "errors")) == 0, "errors",
             json_object_get(acc, "errors"), "stats", json_object_get(acc, "stats"));
-        reply_owned(req, out);
+        http_reply_owned(req, 200, out);
     }
     json_decref(acc);
     return 0;
@@ -241,7 +234,7 @@ static int flush_work(http_req *req)
                mirror_flush(m, c, &src, json_object_get(body, "ids"), &out, &err)) {
         http_reply_storh(req, &err);
     } else {
-        reply_owned(req, out);
+        http_reply_owned(req, 200, out);
     }
     json_decref(body);
     return 0;

@@ -25,13 +25,6 @@ static queue *queue_for(http_req *req, bool create, bool quiet_missing)
     return q;
 }
 
-static int reply_obj(http_req *req, int status, json_t *o)
-{
-    http_reply_json(req, status, o);
-    json_decref(o);
-    return 0;
-}
-
 static int enqueue_work(http_req *req)
 {
     storh_err err;
@@ -59,7 +52,7 @@ static int enqueue_work(http_req *req)
     if (rc)
         return http_reply_storh(req, &err);
     longpoll_kick(http_param(req, "queue"));
-    return reply_obj(req, 201, json_pack("{so}", "ids", ids));
+    return http_reply_owned(req, 201, json_pack("{so}", "ids", ids));
 }
 
 int h_queues_enqueue(http_req *req)
@@ -88,7 +81,7 @@ static int claim_work(http_req *req)
             return http_reply_storh(req, &err);
     }
     if (jobs && json_array_size(jobs) > 0)
-        return reply_obj(req, 200, json_pack("{so}", "jobs", jobs));
+        return http_reply_owned(req, 200, json_pack("{so}", "jobs", jobs));
     json_decref(jobs);
     if (c->deadline && longpoll_now_us() < c->deadline &&
         longpoll_park(name, req, c->deadline, claim_work, seen))
@@ -126,7 +119,7 @@ static int complete_ids(http_req *req, json_t *ids)
     storh_err err;
     if (queue_complete_many(q, ids, keep, &n, &err))
         return http_reply_storh(req, &err);
-    return reply_obj(req, 200, json_pack("{sI}", "completed", (json_int_t)n));
+    return http_reply_owned(req, 200, json_pack("{sI}", "completed", (json_int_t)n));
 }
 
 static int complete_one_work(http_req *req)
@@ -188,7 +181,7 @@ static int age_work(http_req *req, const char *field, const char *result,
     storh_err err;
     if (fn(q, secs, &n, &err))
         return http_reply_storh(req, &err);
-    return reply_obj(req, 200, json_pack("{sI}", result, (json_int_t)n));
+    return http_reply_owned(req, 200, json_pack("{sI}", result, (json_int_t)n));
 }
 
 static int requeue_work(http_req *req)
@@ -222,7 +215,7 @@ static int stats_work(http_req *req)
     storh_err err;
     if (queue_stats(q, &out, &err))
         return http_reply_storh(req, &err);
-    return reply_obj(req, 200, out);
+    return http_reply_owned(req, 200, out);
 }
 
 int h_queues_stats(http_req *req)
@@ -240,7 +233,7 @@ static int verify_work(http_req *req)
     storh_err err;
     if (queue_verify(q, &out, &err))
         return http_reply_storh(req, &err);
-    return reply_obj(req, 200, out);
+    return http_reply_owned(req, 200, out);
 }
 
 int h_queues_verify(http_req *req)
@@ -262,7 +255,7 @@ static int repair_work(http_req *req)
     storh_err err;
     if (queue_repair(q, timeout, &out, &err))
         return http_reply_storh(req, &err);
-    return reply_obj(req, 200, out);
+    return http_reply_owned(req, 200, out);
 }
 
 int h_queues_repair(http_req *req)

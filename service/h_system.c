@@ -16,9 +16,7 @@
 int h_healthz(http_req *req)
 {
     json_t *o = json_pack("{ss}", "status", "ok");
-    http_reply_json(req, 200, o);
-    json_decref(o);
-    return 0;
+    return http_reply_owned(req, 200, o);
 }
 
 int h_readyz(http_req *req)
@@ -38,9 +36,7 @@ int h_readyz(http_req *req)
     }
     json_t *o = json_pack("{sssO}", "status", ok ? "ready" : "not_ready", "checks", checks);
     json_decref(checks);
-    http_reply_json(req, ok ? 200 : 503, o);
-    json_decref(o);
-    return 0;
+    return http_reply_owned(req, ok ? 200 : 503, o);
 }
 
 int h_metrics(http_req *req)
@@ -80,9 +76,7 @@ int h_uuid_new(http_req *req)
         json_array_append_new(ids, json_string(id));
     }
     json_t *o = json_pack("{so}", "ids", ids);
-    http_reply_json(req, 200, o);
-    json_decref(o);
-    return 0;
+    return http_reply_owned(req, 200, o);
 }
 
 int h_uuid_check(http_req *req)
@@ -92,7 +86,5 @@ int h_uuid_check(http_req *req)
     json_t *o = uuid7_timestamp(id, strlen(id), &ms, NULL) == 0
                     ? json_pack("{sbsI}", "valid", 1, "timestamp_ms", (json_int_t)ms)
                     : json_pack("{sb}", "valid", 0);
-    http_reply_json(req, 200, o);
-    json_decref(o);
-    return 0;
+    return http_reply_owned(req, 200, o);
 }

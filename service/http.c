@@ -174,6 +174,13 @@ int http_reply_json(http_req *req, int status, const json_t *body)
     return rc;
 }
 
+int http_reply_owned(http_req *req, int status, json_t *body)
+{
+    int rc = http_reply_json(req, status, body);
+    json_decref(body);
+    return rc;
+}
+
 static int reply_errorv(http_req *req, int status, const char *fmt, va_list ap)
 {
     char msg[600];
@@ -208,10 +215,7 @@ int http_reply_bulk(http_req *req, int rc, size_t written, size_t staged, const 
     if (rc)
         return http_reply_error(req, apierr_status(rc), "%s (%zu of %zu rows written)", err->msg,
                                 written, staged);
-    json_t *out = json_pack("{sI}", "written", (json_int_t)written);
-    int r = http_reply_json(req, 200, out);
-    json_decref(out);
-    return r;
+    return http_reply_owned(req, 200, json_pack("{sI}", "written", (json_int_t)written));
 }
 
 int http_reply_storh(http_req *req, const storh_err *err)

@@ -46,6 +46,8 @@ void *http_state(http_req *req);
 
 /* Replies; each replaces any reply made before. */
 int http_reply_json(http_req *req, int status, const json_t *body);
+/* As http_reply_json, and steals the reference to body. */
+int http_reply_owned(http_req *req, int status, json_t *body);
 int http_reply_bytes(http_req *req, int status, const char *ctype, const char *data, size_t len);
 int http_reply_empty(http_req *req, int status);
 int http_reply_error(http_req *req, int status, const char *fmt, ...)
