@@ -3,21 +3,11 @@
 #include <string.h>
 
 #include "docstore.h"
+#include "h_docs.h"
 #include "http.h"
 #include "logquery.h"
 #include "query.h"
 #include "reqparse.h"
-
-static docstore *store_for(http_req *req)
-{
-    docstore *ds = NULL;
-    storh_err err;
-    if (registry_docstore(http_service(req)->reg, http_param(req, "collection"), &ds, &err)) {
-        http_reply_storh(req, &err);
-        return NULL;
-    }
-    return ds;
-}
 
 /* Parses the body as a query; replies 400 itself on failure. */
 static bool body_query(http_req *req, query *q)
@@ -37,7 +27,7 @@ static bool body_query(http_req *req, query *q)
 
 int h_docs_query(http_req *req)
 {
-    docstore *ds = store_for(req);
+    docstore *ds = h_docs_store(req, false);
     query q;
     if (!ds || !body_query(req, &q))
         return 0;
@@ -75,7 +65,7 @@ int h_logs_query(http_req *req)
 
 int h_docs_indexes_get(http_req *req)
 {
-    docstore *ds = store_for(req);
+    docstore *ds = h_docs_store(req, false);
     return ds ? http_reply_owned(req, 200, docstore_indexes(ds)) : 0;
 }
 
@@ -85,7 +75,7 @@ static int indexes_put_work(http_req *req)
     char msg[160];
     if (!reqparse_bool(req, "rebuild", true, &rebuild, msg, sizeof msg))
         return http_reply_error(req, 400, "%s", msg);
-    docstore *ds = store_for(req);
+    docstore *ds = h_docs_store(req, false);
     json_t *body = ds ? http_body_object(req) : NULL;
     if (!body)
         return 0;
@@ -104,13 +94,13 @@ int h_docs_indexes_put(http_req *req)
 
 int h_docs_schema_get(http_req *req)
 {
-    docstore *ds = store_for(req);
+    docstore *ds = h_docs_store(req, false);
     return ds ? http_reply_owned(req, 200, docstore_schema(ds)) : 0;
 }
 
 static int schema_put_work(http_req *req)
 {
-    docstore *ds = store_for(req);
+    docstore *ds = h_docs_store(req, false);
     json_t *body = ds ? http_body_object(req) : NULL;
     if (!body)
         return 0;
@@ -127,21 +117,9 @@ int h_docs_schema_put(http_req *req)
     return 0;
 }
 
-static int engine_op(http_req *req, int (*fn)(docstore *, json_t **, storh_err *))
-{
-    docstore *ds = store_for(req);
-    if (!ds)
-        return 0;
-    json_t *out;
-    storh_err err;
-    if (fn(ds, &out, &err))
-        return http_reply_storh(req, &err);
-    return http_reply_owned(req, 200, out);
-}
-
 static int verify_work(http_req *req)
 {
-    return engine_op(req, docstore_health);
+    return h_docs_reply_op(req, docstore_health);
 }
 
 int h_docs_verify(http_req *req)
@@ -152,7 +130,7 @@ int h_docs_verify(http_req *req)
 
 static int repair_work(http_req *req)
 {
-    return engine_op(req, docstore_repair);
+    return h_docs_reply_op(req, docstore_repair);
 }
 
 int h_docs_repair(http_req *req)
@@ -163,7 +141,7 @@ int h_docs_repair(http_req *req)
 
 static int reindex_work(http_req *req)
 {
-    return engine_op(req, docstore_reindex);
+    return h_docs_reply_op(req, docstore_reindex);
 }
 
 int h_docs_reindex(http_req *req)
@@ -174,7 +152,7 @@ int h_docs_reindex(http_req *req)
 
 static int compact_work(http_req *req)
 {
-    return engine_op(req, docstore_compact);
+    return h_docs_reply_op(req, docstore_compact);
 }
 
 int h_docs_compact(http_req *req)

@@ -12,7 +12,7 @@
 #include "sjson.h"
 #include "xxhash.h"
 
-static docstore *store_for(http_req *req, bool fail_mode)
+docstore *h_docs_store(http_req *req, bool fail_mode)
 {
     docstore *ds = NULL;
     storh_err err;
@@ -55,7 +55,7 @@ static int reply_record(http_req *req, int status, const char *id, const json_t 
 
 static int put_common(http_req *req, const char *id)
 {
-    docstore *ds = store_for(req, false);
+    docstore *ds = h_docs_store(req, false);
     if (!ds)
         return 0;
     json_t *data = http_body_object(req);
@@ -119,7 +119,7 @@ static bool etag_matches(const char *header, const char *etag)
 
 int h_docs_get(http_req *req)
 {
-    docstore *ds = store_for(req, false);
+    docstore *ds = h_docs_store(req, false);
     if (!ds)
         return 0;
     const char *id = http_param(req, "id");
@@ -147,7 +147,7 @@ int h_docs_get(http_req *req)
 
 static int delete_work(http_req *req)
 {
-    docstore *ds = store_for(req, false);
+    docstore *ds = h_docs_store(req, false);
     if (!ds)
         return 0;
     bool existed = false;
@@ -204,7 +204,7 @@ static int list_fill(void *p, buf *out, size_t max)
 
 static int start_stream(http_req *req, bool with_query)
 {
-    docstore *ds = store_for(req, false);
+    docstore *ds = h_docs_store(req, false);
     if (!ds)
         return 0;
     list_state *s = calloc(1, sizeof *s);
@@ -234,9 +234,9 @@ int h_docs_export(http_req *req)
     return start_stream(req, false);
 }
 
-static int reply_engine_json(http_req *req, int (*fn)(docstore *, json_t **, storh_err *))
+int h_docs_reply_op(http_req *req, int (*fn)(docstore *, json_t **, storh_err *))
 {
-    docstore *ds = store_for(req, false);
+    docstore *ds = h_docs_store(req, false);
     if (!ds)
         return 0;
     json_t *out;
@@ -248,12 +248,12 @@ static int reply_engine_json(http_req *req, int (*fn)(docstore *, json_t **, sto
 
 int h_docs_stats(http_req *req)
 {
-    return reply_engine_json(req, docstore_stats);
+    return h_docs_reply_op(req, docstore_stats);
 }
 
 int h_docs_health(http_req *req)
 {
-    return reply_engine_json(req, docstore_health);
+    return h_docs_reply_op(req, docstore_health);
 }
 
 /* ---- _bulk: NDJSON rows staged as they arrive, published at the end ---- */
@@ -298,7 +298,7 @@ int h_docs_bulk_begin(http_req *req)
     const char *mode = http_query(req, "mode");
     if (mode && strcmp(mode, "put") && strcmp(mode, "import"))
         return http_fail(req, 400, "Query parameter mode: must be put or import.");
-    docstore *ds = store_for(req, true);
+    docstore *ds = h_docs_store(req, true);
     if (!ds)
         return -1;
     bulk_state *b = calloc(1, sizeof *b);
