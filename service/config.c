@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ static const opt_def opts[] = {
     {"config", "STORHD_CONFIG", OPT_STR, OFF(config_file), "JSON config file"},
     {"max-body", "STORHD_MAX_BODY", OPT_SIZE, OFF(max_body),
      "largest JSON body or NDJSON line in bytes (default 1048576)"},
-    {"threads", "STORHD_THREADS", OPT_INT, OFF(threads), "HTTP worker threads (default 4)"},
+    {"threads", "STORHD_THREADS", OPT_INT, OFF(threads),
+     "HTTP event loops (default: one per CPU this process may run on, at most 16)"},
     {"conn-timeout", "STORHD_CONN_TIMEOUT", OPT_INT, OFF(conn_timeout),
      "idle connection timeout in seconds (default 30)"},
     {"max-conns", "STORHD_MAX_CONNS", OPT_INT, OFF(max_conns),
@@ -230,6 +232,15 @@ static int load_file(config *cfg, const char *path)
     return rc;
 }
 
+/* One event loop per CPU the process may use (taskset, cpuset): more loops
+ * than CPUs only take turns on them, which adds tail latency. */
+static int allowed_cpus(void)
+{
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 4;
+    return n < 1 ? 1 : n > 16 ? 16 : n;
+}
+
 int config_load(config *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -237,7 +248,7 @@ int config_load(config *cfg, int argc, char **argv)
     cfg->listen_host = strdup("127.0.0.1");
     cfg->listen_port = 8080;
     cfg->max_body = 1024 * 1024;
-    cfg->threads = 4;
+    cfg->threads = allowed_cpus();
     cfg->conn_timeout = 30;
     cfg->max_conns = 1024;
     cfg->access_log = true;

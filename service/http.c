@@ -621,13 +621,19 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
         return -1;
     }
     s->svc = svc;
+    /* a pool of one is no pool: MHD then runs a single internal event loop */
+    struct MHD_OptionItem pool[] = {
+        {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)svc->cfg.threads, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (svc->cfg.threads <= 1)
+        pool[0].option = MHD_OPTION_END;
     s->d = MHD_start_daemon(
         flags, (uint16_t)svc->cfg.listen_port, NULL, NULL, on_access, svc, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)svc->cfg.threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)svc->cfg.conn_timeout, MHD_OPTION_CONNECTION_LIMIT,
-        svc->cfg.max_conns, MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL,
-        MHD_OPTION_END);
+        (struct sockaddr *)&ss, MHD_OPTION_ARRAY, pool, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)svc->cfg.conn_timeout, MHD_OPTION_CONNECTION_LIMIT, svc->cfg.max_conns,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL, MHD_OPTION_END);
     if (!s->d) {
         snprintf(msg, cap, "could not listen on %s:%d", svc->cfg.listen_host, svc->cfg.listen_port);
         free(s);

@@ -93,6 +93,21 @@ static long rss_bytes(void)
     return rss * sysconf(_SC_PAGESIZE);
 }
 
+/* Proportional set size: shared pages split among the processes mapping
+ * them, the memory figure of the load trials. */
+static long pss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    long kb = 0;
+    char line[128];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Pss: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
 static int open_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");
@@ -177,11 +192,13 @@ void metrics_render(buf *out)
                "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.6f\n"
                "# HELP process_resident_memory_bytes Resident set size.\n"
                "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n"
+               "# HELP storhd_process_pss_bytes Proportional set size (smaps_rollup).\n"
+               "# TYPE storhd_process_pss_bytes gauge\nstorhd_process_pss_bytes %ld\n"
                "# HELP process_open_fds Open file descriptors.\n"
                "# TYPE process_open_fds gauge\nprocess_open_fds %d\n"
                "# HELP process_start_time_seconds Start time since the epoch.\n"
                "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %lld\n",
-               cpu, rss_bytes(), open_fds(), (long long)started);
+               cpu, rss_bytes(), pss_bytes(), open_fds(), (long long)started);
     if (extra_fn)
         extra_fn(out, extra_ctx);
 }

@@ -1,1 +1,0 @@
-wrk.method = "POST"
