@@ -3,7 +3,8 @@
 #   scripts/pg.sh start DIR PORT   initdb (once) and start; prints a conninfo
 #   scripts/pg.sh stop DIR
 # The server listens on a Unix socket in DIR only (no TCP), trusts local
-# connections, and runs as the postgres user when started by root.
+# connections, and runs as the postgres user when started by root. With
+# STORHD_PG_CPUS set (a taskset list), the server and its backends run there.
 set -euo pipefail
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -n "$bin" ] || { echo "pg.sh: PostgreSQL is not installed (scripts/deps.sh postgresql)" >&2; exit 1; }
@@ -20,7 +21,9 @@ start)
   if [ ! -f "$dir/PG_VERSION" ]; then
     as_pg "$bin/initdb" -D "$dir" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
   fi
-  as_pg "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
+  pin=()
+  [ -n "${STORHD_PG_CPUS:-}" ] && pin=(taskset -c "$STORHD_PG_CPUS")
+  as_pg "${pin[@]}" "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
     -o "-p $port -k $dir -c listen_addresses=''" start >/dev/null
   echo "host=$dir port=$port user=postgres dbname=postgres"
   ;;

@@ -4,7 +4,7 @@
 # Tests start every server they use themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh clang-format cppcheck
+scripts/deps.sh clang-format cppcheck wrk python3-jsonschema jq
 jobs="$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
@@ -14,7 +14,7 @@ sources=$(git ls-files '*.c' '*.h' 2>/dev/null || find engines service tests -na
 clang-format --dry-run --Werror $sources
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 --inline-suppr \
   --suppress=unknownMacro \
-  -I engines -I service -I mirror engines service mirror
+  -I engines -I service -I mirror -I tests/support engines service mirror bench
 
 echo "== release build (warnings are errors at -O3 too)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
