@@ -10,8 +10,8 @@ const char *estats_name(estat_id id)
         [ESTAT_DOC_PUT] = "doc_put",         [ESTAT_DOC_GET] = "doc_get",
         [ESTAT_DOC_DELETE] = "doc_delete",   [ESTAT_DOC_SCAN] = "doc_scan",
         [ESTAT_LOG_APPEND] = "log_append",   [ESTAT_LOG_READ] = "log_read",
-        [ESTAT_LOG_ROLL] = "log_roll",       [ESTAT_LOG_COMPACT] = "log_compact",
-        [ESTAT_QUEUE_EVENT] = "queue_event",
+        [ESTAT_LOG_ROLL] = "log_roll",       [ESTAT_LOG_ROLL_FAILED] = "log_roll_failed",
+        [ESTAT_LOG_COMPACT] = "log_compact", [ESTAT_QUEUE_EVENT] = "queue_event",
     };
     return (id < ESTAT__COUNT) ? names[id] : "unknown";
 }

@@ -13,6 +13,7 @@ void gcommit_init(gcommit *g, pthread_mutex_t *mu, int fd, uint64_t size)
     g->gen = 0;
     g->written = g->synced = size;
     g->syncing = false;
+    g->sync_fd = -1;
     g->poisoned = 0;
 }
 
@@ -31,8 +32,8 @@ gcommit_ticket gcommit_written(gcommit *g, uint64_t end)
 static int poisoned(gcommit *g, storh_err *err)
 {
     return storh_err_sys(err, g->poisoned,
-                         "An earlier fsync of this file failed; writes are refused until the "
-                         "store is reopened");
+                         "An earlier write or fsync of this file failed; its writes are refused "
+                         "until storhd is restarted");
 }
 
 int gcommit_wait(gcommit *g, gcommit_ticket t, storh_err *err)
@@ -47,38 +48,64 @@ int gcommit_wait(gcommit *g, gcommit_ticket t, storh_err *err)
             continue;
         }
         g->syncing = true;
-        uint64_t target = g->written;
-        int fd = g->fd;
+        uint64_t target = g->written, gen = g->gen;
+        int fd = g->sync_fd = g->fd;
         pthread_mutex_unlock(g->mu);
         int rc = fsync(fd);
         int e = errno;
         pthread_mutex_lock(g->mu);
         g->syncing = false;
-        if (rc != 0)
+        g->sync_fd = -1;
+        if (rc != 0) {
             g->poisoned = e;
-        else {
+        } else {
             estats_add(ESTAT_FSYNC_FILE, 1);
-            if (target > g->synced)
+            /* a switch meanwhile flushed this gen itself */
+            if (gen == g->gen && target > g->synced)
                 g->synced = target;
         }
+        if (gen != g->gen)
+            close(fd); /* the switch left the fd being synced to us */
         pthread_cond_broadcast(&g->cv);
     }
 }
 
-int gcommit_switch(gcommit *g, int new_fd, uint64_t new_size, storh_err *err)
+int gcommit_check(gcommit *g, storh_err *err)
 {
-    while (g->syncing)
-        pthread_cond_wait(&g->cv, g->mu);
+    return g->poisoned ? poisoned(g, err) : 0;
+}
+
+void gcommit_poison(gcommit *g, int errnum)
+{
+    g->poisoned = errnum ? errnum : EIO;
+    pthread_cond_broadcast(&g->cv);
+}
+
+int gcommit_flush(gcommit *g, storh_err *err)
+{
     if (g->poisoned)
         return poisoned(g, err);
-    if (g->synced < g->written) {
-        if (fsync(g->fd) != 0) {
-            g->poisoned = errno;
-            pthread_cond_broadcast(&g->cv);
-            return poisoned(g, err);
-        }
-        estats_add(ESTAT_FSYNC_FILE, 1);
+    if (g->synced >= g->written)
+        return 0;
+    if (fsync(g->fd) != 0) {
+        g->poisoned = errno;
+        pthread_cond_broadcast(&g->cv);
+        return poisoned(g, err);
     }
+    estats_add(ESTAT_FSYNC_FILE, 1);
+    g->synced = g->written;
+    pthread_cond_broadcast(&g->cv);
+    return 0;
+}
+
+int gcommit_switch(gcommit *g, int new_fd, uint64_t new_size, storh_err *err)
+{
+    int rc = gcommit_flush(g, err);
+    if (rc)
+        return rc;
+    int old = g->fd;
+    if (!(g->syncing && g->sync_fd == old))
+        close(old);
     g->fd = new_fd;
     g->gen++;
     g->written = g->synced = new_size;

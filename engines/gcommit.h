@@ -9,7 +9,13 @@
  *
  *   written(t) --wait--> [leader: unlock, fsync, lock] --> synced >= t
  *                   \--> [follower: cond_wait until synced >= t]
- *   switch(fd'): waits out the leader, fsyncs the old fd, gen + 1 */
+ *   flush: fsync now, under the mutex, whatever a leader is doing
+ *   switch(fd'): flush, then gen + 1 on fd'; the old fd is closed now, or by
+ *                the leader still syncing it when its fsync returns
+ *
+ * flush and switch never release the owner's mutex, so an owner can make a
+ * multi-step change (a segment roll, a file rewrite) that no append can
+ * interleave with. */
 #ifndef STORH_GCOMMIT_H
 #define STORH_GCOMMIT_H
 
@@ -27,6 +33,7 @@ typedef struct gcommit {
     uint64_t written; /* bytes written to fd in this gen */
     uint64_t synced;  /* bytes of this gen known durable */
     bool syncing;
+    int sync_fd;  /* the fd the leader is syncing, while syncing */
     int poisoned; /* errno of a failed fsync, 0 if none */
 } gcommit;
 
@@ -40,8 +47,17 @@ void gcommit_destroy(gcommit *g);
 gcommit_ticket gcommit_written(gcommit *g, uint64_t end);
 /* Blocks until t is durable. 0, or a STORH_E* code with err set. */
 int gcommit_wait(gcommit *g, gcommit_ticket t, storh_err *err);
-/* Makes everything written to the current fd durable, then switches to
- * new_fd (of size new_size). The caller closes the old fd afterwards. */
+/* Makes everything written to the current fd durable now. 0, or the poison
+ * error (a failed fsync poisons). */
+int gcommit_flush(gcommit *g, storh_err *err);
+/* 0, or the poison error: an append path asks before it writes anything. */
+int gcommit_check(gcommit *g, storh_err *err);
+/* Marks the file broken (a failed write could not be undone): every later
+ * wait, flush and switch fails with errnum. */
+void gcommit_poison(gcommit *g, int errnum);
+/* Flushes, then switches to new_fd (of size new_size) and takes the old fd
+ * over (the caller must not close it). On an error nothing is switched and
+ * new_fd stays the caller's. */
 int gcommit_switch(gcommit *g, int new_fd, uint64_t new_size, storh_err *err);
 
 #endif

@@ -122,6 +122,16 @@ static void drop_payload(job *j)
     j->payload = NULL;
 }
 
+/* A job in no state anymore leaves the map: a queue that is worked off
+ * keeps no memory of what went through it (claim-order entries of the id
+ * turn stale and are skipped). */
+static void forget(qstate *s, const char *id, job *j)
+{
+    set_state(s, j, JOB_GONE);
+    drop_payload(j);
+    idmap_del(&s->jobs, id);
+}
+
 typedef struct event_fields {
     const char *op;
     char id[UUID7_LEN + 1];
@@ -153,14 +163,16 @@ static bool apply_event(qstate *s, const event_fields *f)
             j->ts = ts;
         }
     } else if (!strcmp(op, "complete")) {
-        if (j) {
+        /* storh: out of pending and processing, payload dropped; "done":true
+         * puts the id in done whatever it was (even unknown), else out */
+        if (!j && f->done && !(j = idmap_put(&s->jobs, id, NULL)))
+            return false;
+        if (j && f->done) {
             drop_payload(j);
-            if (f->done) {
-                set_state(s, j, JOB_DONE);
-                j->ts = ts;
-            } else {
-                set_state(s, j, JOB_GONE);
-            }
+            set_state(s, j, JOB_DONE);
+            j->ts = ts;
+        } else if (j) {
+            forget(s, id, j);
         }
     } else if (!strcmp(op, "requeue")) {
         if (j && j->state == JOB_PROCESSING) {
@@ -169,11 +181,10 @@ static bool apply_event(qstate *s, const event_fields *f)
             push_order(s, id, j->seq);
         }
     } else if (!strcmp(op, "purge")) {
-        if (j) {
-            if (j->state == JOB_DONE)
-                set_state(s, j, JOB_GONE);
-            drop_payload(j);
-        }
+        if (j && j->state == JOB_DONE)
+            forget(s, id, j);
+        else if (j)
+            drop_payload(j); /* always, even for a pending job (storh) */
     } else {
         return false;
     }
@@ -451,7 +462,9 @@ static int with_lock(queue *q, locked_fn fn, void *arg, storh_err *err)
     }
     buf lines = BUF_INIT;
     gcommit_ticket t = {0, 0};
-    rc = sync_log(q, err);
+    rc = gcommit_check(&q->gc, err);
+    if (!rc)
+        rc = sync_log(q, err);
     if (!rc)
         rc = fn(q, arg, &lines, err);
     if (!rc && buf_failed(&lines))
@@ -464,8 +477,10 @@ static int with_lock(queue *q, locked_fn fn, void *arg, storh_err *err)
                 continue;
             if (w < 0) {
                 int e = errno;
-                if (ftruncate(q->fd, (off_t)q->consumed) != 0) { /* no partial event stays */
-                }
+                /* no partial event may stay: when it cannot be cut, the file
+                 * takes no more writes (a reopen cuts it as a torn tail) */
+                if (ftruncate(q->fd, (off_t)q->consumed) != 0)
+                    gcommit_poison(&q->gc, errno);
                 rc = storh_err_sys(err, e, "Could not append to log queue file.");
                 break;
             }
@@ -891,11 +906,10 @@ static int rewrite_without_bad(queue *q, size_t *quarantined, storh_err *err)
     int fd = open(q->log, O_RDWR | O_APPEND | O_CLOEXEC);
     if (fd < 0)
         return storh_err_sys(err, errno, "Could not open log queue file.");
-    if ((rc = gcommit_switch(&q->gc, fd, 0, err))) {
+    if ((rc = gcommit_switch(&q->gc, fd, 0, err))) { /* closes the old fd */
         close(fd);
         return rc;
     }
-    close(q->fd);
     q->fd = fd;
     rc = replay(q, err);
     gcommit_written(&q->gc, q->consumed);

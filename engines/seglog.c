@@ -444,12 +444,11 @@ static int open_active(seglog *s, storh_err *err)
     if (fd < 0)
         return storh_err_sys(err, errno, "Could not open active segment %s", path);
     if (s->active_fd >= 0) {
-        rc = gcommit_switch(&s->gc, fd, active(s)->size, err);
+        rc = gcommit_switch(&s->gc, fd, active(s)->size, err); /* closes the old fd */
         if (rc) {
             close(fd);
             return rc;
         }
-        close(s->active_fd);
     } else {
         gcommit_init(&s->gc, &s->mu, fd, active(s)->size);
     }
@@ -692,7 +691,13 @@ static void index_name_for(const char *file, char *out)
     snprintf(out, NAME_CAP, "%.*s.idx.jsonc", (int)n, file);
 }
 
-/* Seals the active segment (if it has lines) and starts a new one. */
+/* Seals the active segment (if it has lines) and starts a new one, all
+ * under the mutex (nothing here waits on a condition that releases it, so
+ * no append can land in between). The manifest that names the new segment
+ * is the commit point: the old segment is durable before it is written, and
+ * nothing in memory switches until it is. When it cannot be written (a full
+ * disk) the old segment stays active, unchanged but for a sparse index no
+ * manifest names, and the next append retries the roll. */
 static int roll(seglog *s, storh_err *err)
 {
     seg *a = active(s);
@@ -700,8 +705,10 @@ static int roll(seglog *s, storh_err *err)
         return 0;
     index_name_for(a->file, a->index);
     int rc = write_sparse(s, a, err);
-    if (rc)
+    if (rc) {
+        a->index[0] = '\0';
         return rc;
+    }
     long long n = seg_number(a->file) + 1;
     if (n < s->next_segment)
         n = s->next_segment;
@@ -709,67 +716,106 @@ static int roll(seglog *s, storh_err *err)
     struct stat st;
     for (;; n++) {
         snprintf(file, sizeof file, "seg-%06lld.ndjson", n);
-        if ((rc = seg_path(s, file, path, err)))
+        if ((rc = seg_path(s, file, path, err))) {
+            a->index[0] = '\0';
             return rc;
+        }
         if (stat(path, &st) != 0)
             break;
     }
     int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0)
+    if (fd < 0) {
+        a->index[0] = '\0';
         return storh_err_sys(err, errno, "Could not create segment %s", path);
+    }
+    long long old_next = s->next_segment;
     char dir[PATH_MAX];
     fsx_dirname(path, dir, sizeof dir);
-    if ((rc = fsx_fsync_dir(dir, err)) || (rc = gcommit_switch(&s->gc, fd, 0, err))) {
-        close(fd);
-        unlink(path);
-        return rc;
+    if ((rc = fsx_fsync_dir(dir, err)) || (rc = gcommit_flush(&s->gc, err)))
+        goto undo;
+    if (!segs_push(s, file, NULL)) {
+        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        goto undo;
     }
-    close(s->active_fd);
-    s->active_fd = fd;
-    s->need_lf = false;
-    if (!segs_push(s, file, NULL))
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     s->segs[s->nsegs - 1].size = 0;
     s->next_segment = n + 1;
+    if ((rc = manifest_write(s, err)) != 0) {
+        free(s->segs[s->nsegs - 1].sp);
+        s->nsegs--;
+        s->next_segment = old_next;
+        goto undo;
+    }
+    /* flushed above, with the mutex held since: this only switches */
+    if ((rc = gcommit_switch(&s->gc, fd, 0, err)) != 0)
+        return rc; /* poisoned: the store refuses writes until reopened */
+    s->active_fd = fd;
+    s->need_lf = false;
     estats_add(ESTAT_LOG_ROLL, 1);
-    return manifest_write(s, err);
+    return 0;
+undo:
+    close(fd);
+    unlink(path);
+    active(s)->index[0] = '\0';
+    estats_add(ESTAT_LOG_ROLL_FAILED, 1);
+    return rc;
+}
+
+/* The LF a valid but unterminated last line lacks, before any append. */
+static int end_last_line(seglog *s, storh_err *err)
+{
+    if (!s->need_lf)
+        return 0;
+    if (write(s->active_fd, "\n", 1) != 1)
+        return storh_err_sys(err, errno, "Could not write segment %s", active(s)->file);
+    active(s)->size++;
+    s->need_lf = false;
+    return 0;
+}
+
+/* Writes len bytes at the end of the active segment; when a write fails
+ * (a full disk) the segment is cut back to start, so no partial line stays
+ * (if even that fails, the next append begins with an LF). */
+static int write_tail(seglog *s, const char *data, size_t len, uint64_t start, storh_err *err)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(s->active_fd, data + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            int e = errno;
+            if (ftruncate(s->active_fd, (off_t)start) != 0)
+                s->need_lf = true;
+            return storh_err_sys(err, e, "Could not append to segment %s", active(s)->file);
+        }
+        done += (size_t)w;
+    }
+    return 0;
 }
 
 /* Under mu + flock: appends framed lines (nlines of them, each a canonical
  * put or delete) to the active segment and applies them. */
 static int append_lines(seglog *s, const char *lines, size_t len, gcommit_ticket *t, storh_err *err)
 {
+    int rc = gcommit_check(&s->gc, err);
+    if (!rc)
+        rc = end_last_line(s, err);
     seg *a = active(s);
     uint64_t start = a->size;
-    if (s->need_lf) {
-        ssize_t w = write(s->active_fd, "\n", 1);
-        if (w != 1)
-            return storh_err_sys(err, errno, "Could not write segment %s", a->file);
-        a->size++;
-        start++;
-        s->need_lf = false;
-    }
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(s->active_fd, lines + done, len - done);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            /* no partial line may stay behind */
-            if (ftruncate(s->active_fd, (off_t)start) != 0)
-                s->need_lf = true;
-            return storh_err_sys(err, e, "Could not append to segment %s", a->file);
-        }
-        done += (size_t)w;
-    }
+    if (!rc)
+        rc = write_tail(s, lines, len, start, err);
+    if (rc)
+        return rc;
     bool torn;
     scan_lines(s, (uint32_t)(s->nsegs - 1), lines, start, len, &torn);
     a->size = start + len;
     *t = gcommit_written(&s->gc, a->size);
     estats_add(ESTAT_LOG_APPEND, 1);
+    /* the lines are in: a roll that fails now must not fail their append
+     * (they are applied and will be synced); the next append retries it */
+    storh_err roll_err;
     if (a->size >= s->o.max_segment_bytes)
-        return roll(s, err);
+        roll(s, &roll_err);
     return 0;
 }
 
@@ -1025,70 +1071,98 @@ void seglog_batch_abort(seglog_batch *b)
     free(b);
 }
 
-int seglog_batch_commit(seglog_batch *b, size_t *written, storh_err *err)
+/* Under mu + flock: the whole spool goes into the active segment (a full
+ * one rolls first, and none rolls halfway, so a segment may exceed its size
+ * by one batch), and every byte is written before any line is applied. A
+ * failed write is then undone by one truncate: the batch is all or nothing,
+ * also on a full disk. */
+static int commit_spool(seglog *s, FILE *f, gcommit_ticket *t, storh_err *err)
 {
-    seglog *s = b->s;
-    size_t done = 0;
-    int rc = 0;
-    if (fflush(b->f) != 0 || fseek(b->f, 0, SEEK_SET) != 0)
-        rc = storh_err_sys(err, errno, "Could not read spool file %s", b->path);
+    int rc = gcommit_check(&s->gc, err);
+    if (!rc)
+        rc = catch_up(s, err);
+    storh_err roll_err;
+    if (!rc && active(s)->size >= s->o.max_segment_bytes)
+        roll(s, &roll_err); /* when it cannot, the batch joins the current segment */
+    if (!rc)
+        rc = end_last_line(s, err);
+    char *chunk = rc ? NULL : malloc(BATCH_CHUNK);
+    if (!rc && !chunk)
+        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    if (rc)
+        return rc;
+    seg *a = active(s);
+    uint64_t start = a->size, len = 0;
+    rewind(f);
+    size_t r;
+    while (!rc && (r = fread(chunk, 1, BATCH_CHUNK, f)) > 0) {
+        rc = write_tail(s, chunk, r, start, err);
+        len += r;
+    }
+    free(chunk);
+    if (!rc && ferror(f)) {
+        if (ftruncate(s->active_fd, (off_t)start) != 0)
+            s->need_lf = true;
+        rc = storh_err_sys(err, errno, "Could not read the spool file");
+    }
+    if (rc)
+        return rc;
+    /* every byte is in: apply the lines, whole lines at a time */
+    rewind(f);
     buf pend = BUF_INIT;
+    uint64_t at = start;
     bool eof = false;
-    gcommit_ticket t = {0, 0};
-    bool any = false;
-    pthread_mutex_lock(&s->mu);
-    bool need_more = false; /* a line longer than what is loaded */
-    while (!rc) {
-        if (!eof && (pend.len < BATCH_CHUNK || need_more)) {
+    while (!eof || pend.len) {
+        if (!eof) {
             if (!buf_reserve(&pend, BATCH_CHUNK)) {
-                rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-                break;
+                buf_free(&pend);
+                return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
             }
-            size_t r = fread(pend.data + pend.len, 1, BATCH_CHUNK, b->f);
+            r = fread(pend.data + pend.len, 1, BATCH_CHUNK, f);
             pend.len += r;
             eof = r < BATCH_CHUNK;
         }
-        need_more = !memchr(pend.data ? pend.data : "", '\n', pend.len);
-        if (pend.len == 0 || (need_more && eof))
-            break; /* the spool holds whole lines only */
-        if (need_more)
+        const char *last = pend.len ? memrchr(pend.data, '\n', pend.len) : NULL;
+        if (!last) {
+            if (eof)
+                break; /* the spool holds whole lines only */
             continue;
-        if ((rc = lock(s, err)))
-            break;
-        rc = catch_up(s, err);
-        /* flush at 1 MiB or where the active segment fills up */
-        uint64_t room =
-            s->o.max_segment_bytes > active(s)->size ? s->o.max_segment_bytes - active(s)->size : 1;
-        if (room > BATCH_CHUNK)
-            room = BATCH_CHUNK;
-        size_t cut = 0, lines = 0;
-        while (cut < pend.len) {
-            const char *nl = memchr(pend.data + cut, '\n', pend.len - cut);
-            if (!nl)
-                break;
-            size_t next = (size_t)(nl - pend.data) + 1;
-            if (lines > 0 && next > room)
-                break;
-            cut = next;
-            lines++;
         }
-        if (!rc && cut)
-            rc = append_lines(s, pend.data, cut, &t, err);
-        unlock(s);
-        if (rc)
-            break;
-        any = true;
-        done += lines;
+        size_t cut = (size_t)(last - pend.data) + 1;
+        bool torn;
+        scan_lines(s, (uint32_t)(s->nsegs - 1), pend.data, at, cut, &torn);
+        at += cut;
         buf_consume(&pend, cut);
-        if (eof && pend.len == 0)
-            break;
     }
-    if (!rc && any)
-        rc = gcommit_wait(&s->gc, t, err);
-    pthread_mutex_unlock(&s->mu);
     buf_free(&pend);
+    a->size = start + len;
+    *t = gcommit_written(&s->gc, a->size);
+    estats_add(ESTAT_LOG_APPEND, 1);
+    if (a->size >= s->o.max_segment_bytes)
+        roll(s, &roll_err);
+    return 0;
+}
+
+int seglog_batch_commit(seglog_batch *b, size_t *written, storh_err *err)
+{
+    seglog *s = b->s;
+    int rc = 0;
+    if (fflush(b->f) != 0)
+        rc = storh_err_sys(err, errno, "Could not write spool file %s", b->path);
+    gcommit_ticket t = {0, 0};
+    pthread_mutex_lock(&s->mu);
+    if (!rc && b->n) {
+        rc = lock(s, err);
+        if (!rc) {
+            rc = commit_spool(s, b->f, &t, err);
+            unlock(s);
+        }
+        if (!rc)
+            rc = gcommit_wait(&s->gc, t, err);
+    }
+    pthread_mutex_unlock(&s->mu);
     if (written)
-        *written = rc ? 0 : done;
+        *written = rc ? 0 : b->n;
     seglog_batch_abort(b);
     return rc;
 }

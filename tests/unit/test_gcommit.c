@@ -39,8 +39,8 @@ TEST(one_fsync_covers_every_earlier_ticket)
     CHECK_INT(estats_get(ESTAT_FSYNC_FILE) - before, 2);
     pthread_mutex_unlock(&mu);
     gcommit_destroy(&g);
-    close(fd);
-    close(fd2);
+    close(fd2); /* the switch closed fd */
+    CHECK(fcntl(fd, F_GETFD) == -1);
 }
 
 typedef struct waiter {

@@ -4,6 +4,7 @@
 
 #include "../test.h"
 #include "../tmpdir.h"
+#include "frame.h"
 #include "fsx.h"
 #include "queue.h"
 #include "sjson.h"
@@ -186,6 +187,52 @@ TEST(torn_tail_and_bad_middle_line)
     buf_free(&b);
 }
 
+/* Replay follows storh's rules for what left the queue: a complete with
+ * "done":true puts the id in done even when it was gone or never seen, one
+ * without takes it out of done; a worked-off job holds no state. */
+TEST(complete_and_purge_replay_like_storh)
+{
+    const char *ids[] = {"01a23798-135b-7099-b12f-747a2712eae3",
+                         "01a23798-135b-7099-b12f-747a2712eae4"};
+    char ev[6][200];
+    snprintf(ev[0], sizeof ev[0],
+             "{\"op\":\"enqueue\",\"id\":\"%s\",\"payload\":{\"a\":1},\"ts\":1}", ids[0]);
+    snprintf(ev[1], sizeof ev[1], "{\"op\":\"claim\",\"id\":\"%s\",\"ts\":2}", ids[0]);
+    snprintf(ev[2], sizeof ev[2], "{\"op\":\"complete\",\"id\":\"%s\",\"done\":false,\"ts\":3}",
+             ids[0]);
+    /* after it left: done again (storh puts it in done) */
+    snprintf(ev[3], sizeof ev[3], "{\"op\":\"complete\",\"id\":\"%s\",\"done\":true,\"ts\":4}",
+             ids[0]);
+    /* an id never enqueued, completed as done */
+    snprintf(ev[4], sizeof ev[4], "{\"op\":\"complete\",\"id\":\"%s\",\"done\":true,\"ts\":5}",
+             ids[1]);
+    snprintf(ev[5], sizeof ev[5], "{\"op\":\"purge\",\"id\":\"%s\",\"ts\":6}", ids[0]);
+    char dir[PATH_MAX], p[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/replay", root);
+    snprintf(p, sizeof p, "%s/queue.log", dir);
+    fsx_mkdirs(dir, false, NULL);
+    buf b = BUF_INIT;
+    for (int i = 0; i < 6; i++)
+        frame_encode(&b, ev[i], strlen(ev[i]));
+    FILE *f = fopen(p, "w");
+    fwrite(b.data, 1, b.len, f);
+    fclose(f);
+    buf_free(&b);
+    queue *q = open_q("replay");
+    CHECK_INT(count(q, "pending"), 0);
+    CHECK_INT(count(q, "processing"), 0);
+    CHECK_INT(count(q, "done"), 1); /* ids[1], never enqueued; ids[0] was purged */
+    json_t *v;
+    CHECK_INT(queue_verify(q, &v, NULL), 0);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    size_t n = 0;
+    CHECK_INT(queue_purge_done(q, 0, &n, NULL), 0);
+    CHECK_INT(n, 1);
+    CHECK_INT(count(q, "done"), 0);
+    queue_close(q);
+}
+
 /* Two processes claim from one queue: every job exactly once. */
 TEST(two_processes_never_claim_twice)
 {
@@ -302,6 +349,7 @@ static const test_case tests[] = {
     {"events_are_storh_bytes", events_are_storh_bytes},
     {"fifo_requeue_and_replay", fifo_requeue_and_replay},
     {"torn_tail_and_bad_middle_line", torn_tail_and_bad_middle_line},
+    {"complete_and_purge_replay_like_storh", complete_and_purge_replay_like_storh},
     {"two_processes_never_claim_twice", two_processes_never_claim_twice},
     {"bad_input_changes_nothing", bad_input_changes_nothing},
 };
