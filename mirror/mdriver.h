@@ -30,6 +30,8 @@ typedef struct mdriver mdriver;
 typedef struct mdriver_ops {
     const char *name;
     char quote; /* identifier quote */
+    /* a row when the table named by the one text parameter exists */
+    const char *has_table_sql;
     int (*exec)(mdriver *d, const char *sql, const mparam *p, int np, storh_err *err);
     int (*query)(mdriver *d, const char *sql, const mparam *p, int np, mrow_fn fn, void *ctx,
                  storh_err *err);

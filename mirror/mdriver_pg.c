@@ -168,7 +168,14 @@ static void pg_close(mdriver *md)
     free(d);
 }
 
-static const mdriver_ops pg_ops = {"postgres", '"', pg_exec, pg_query, pg_close};
+static const mdriver_ops pg_ops = {
+    "postgres",
+    '"',
+    "SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = $1 AND schemaname = "
+    "ANY (pg_catalog.current_schemas(false))",
+    pg_exec,
+    pg_query,
+    pg_close};
 
 int mdriver_pg_open(const char *conninfo, mdriver **out, storh_err *err)
 {

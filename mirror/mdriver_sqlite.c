@@ -126,7 +126,9 @@ static void sq_close(mdriver *md)
     free(d);
 }
 
-static const mdriver_ops sq_ops = {"sqlite", '"', sq_exec, sq_query, sq_close};
+static const mdriver_ops sq_ops = {
+    "sqlite", '"',      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+    sq_exec,  sq_query, sq_close};
 
 int mdriver_sqlite_open(const char *path, mdriver **out, storh_err *err)
 {

@@ -820,15 +820,29 @@ static int verify_one(void *p, const char *id, const json_t *data, storh_err *er
     return 0;
 }
 
+static int found_row(void *ctx, int n, const char *const *v, const size_t *l)
+{
+    (void)n;
+    (void)v;
+    (void)l;
+    *(bool *)ctx = true;
+    return 0;
+}
+
 int mirror_verify(mirror *m, const mirror_coll *c, const mirror_source *src, json_t **stats,
                   json_t *errors, storh_err *err)
 {
     pthread_mutex_lock(&m->mu);
     int rc = connect_db(m, err);
     verify_ctx x = {json_object(), 0, 0, 0};
+    /* an uninstalled table is a finding (every record missing), not a failure */
+    bool installed = false;
+    mparam name = {MPARAM_TEXT, c->table, strlen(c->table), 0, 0};
+    if (!rc)
+        rc = mdriver_query(m->db, m->db->ops->has_table_sql, &name, 1, found_row, &installed, err);
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT \"id\", \"hash\" FROM \"%s\"", c->table);
-    if (!rc)
+    if (!rc && installed)
         rc = mdriver_query(m->db, sql, NULL, 0, collect_pair, x.rows, err);
     rc = settle(m, rc);
     pthread_mutex_unlock(&m->mu);
@@ -839,6 +853,10 @@ int mirror_verify(mirror *m, const mirror_coll *c, const mirror_source *src, jso
     if (rc)
         return rc;
     char msg[200];
+    if (!installed) {
+        snprintf(msg, sizeof msg, "%s: the mirror table %s is not installed.", c->name, c->table);
+        json_array_append_new(errors, json_string(msg));
+    }
     if (x.missing) {
         snprintf(msg, sizeof msg, "%s: %ld record(s) missing from the mirror.", c->name, x.missing);
         json_array_append_new(errors, json_string(msg));

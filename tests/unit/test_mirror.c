@@ -226,10 +226,18 @@ static void full_pass(void)
     CHECK_INT(mirror_pull(m, pages, &psrc, t, &err), 0);
     CHECK_INT(total(t, "unchanged"), 2); /* nothing rewritten the second time */
     json_decref(t);
-    docstore_close(ps);
-    docstore_close(as);
     CHECK_INT(mirror_uninstall(m, pages, &err), 0);
     CHECK_INT(mirror_uninstall(m, authors, &err), 0);
+    /* verify after uninstall: a finding, not a failure */
+    errors = json_array();
+    CHECK_INT(mirror_verify(m, pages, &psrc, &stats, errors, &err), 0);
+    CHECK_STR(json_string_value(json_array_get(errors, 0)),
+              "pages: the mirror table t_pages is not installed.");
+    CHECK_INT(total(stats, "missing"), 2);
+    json_decref(stats);
+    json_decref(errors);
+    docstore_close(ps);
+    docstore_close(as);
     mirror_free(m);
 }
 
