@@ -34,6 +34,9 @@ static const opt_def opts[] = {
      "idle connection timeout in seconds (default 30)"},
     {"max-conns", "STORHD_MAX_CONNS", OPT_INT, OFF(max_conns),
      "concurrent connections (default 1024)"},
+    {"max-conns-per-ip", "STORHD_MAX_CONNS_PER_IP", OPT_INT, OFF(max_conns_per_ip),
+     "concurrent connections from one client address, 0 = no limit (default 0; behind a "
+     "proxy every client has its address)"},
     {"access-log", "STORHD_ACCESS_LOG", OPT_BOOL, OFF(access_log),
      "log every request as a JSON line on stderr (default true)"},
     {"insecure-no-auth", "STORHD_INSECURE_NO_AUTH", OPT_BOOL, OFF(insecure_no_auth),
@@ -150,7 +153,7 @@ static int set_opt(config *cfg, const opt_def *o, const char *v, const char *whe
         errno = 0;
         long n = strtol(v, &end, 10);
         bool zero_ok = o->offset == OFF(cache_entries) || o->offset == OFF(jwt_leeway) ||
-                       o->offset == OFF(rpc_cache_ttl);
+                       o->offset == OFF(rpc_cache_ttl) || o->offset == OFF(max_conns_per_ip);
         if (errno || *end || end == v || n < (zero_ok ? 0 : 1) || n > 100000000) {
             fprintf(stderr, "storhd: %s %s: expected an integer >= %d, got '%s'\n", where, o->flag,
                     zero_ok ? 0 : 1, v);

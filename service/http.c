@@ -45,6 +45,7 @@ struct http_req {
     void *state;
     void (*state_free)(void *);
     json_t *claims;                 /* of the verified token, when auth is on */
+    bool encoded_slash;             /* the raw path held %2F: never a separator */
     int (*deferred)(http_req *req); /* set by http_defer, run on the pool */
     bool suspended, parked;
 };
@@ -440,6 +441,8 @@ static bool req_begin(http_req *req)
     req->path = strndup(req->url, plen);
     if (!req->path)
         return http_fail(req, 503, "Out of memory."), false;
+    if (req->encoded_slash)
+        return http_fail(req, 400, "An encoded '/' (%%2F) is not allowed in the path."), false;
     for (const char *seg = req->path; (seg = strchr(seg, '/')); seg++) {
         size_t n = strcspn(seg + 1, "/");
         if ((n == 1 && seg[1] == '.') || (n == 2 && seg[1] == '.' && seg[2] == '.'))
@@ -504,22 +507,44 @@ static enum MHD_Result send_reply(http_req *req)
     return r;
 }
 
+static http_req *new_req(void)
+{
+    http_req *req = calloc(1, sizeof *req);
+    if (req) {
+        req->t0_us = now_us();
+        atomic_init(&req->refs, 1);
+    }
+    return req;
+}
+
+/* MHD hands on_access a decoded URL, where "a%2Fb" reads as "a/b"; the raw
+ * URI is seen here first, and what this returns starts the request. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    http_req *req = new_req();
+    if (!req)
+        return NULL;
+    size_t plen = strcspn(uri, "?");
+    for (size_t i = 0; i + 2 < plen && !req->encoded_slash; i++)
+        req->encoded_slash = uri[i] == '%' && uri[i + 1] == '2' && (uri[i + 2] | 0x20) == 'f';
+    return req;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload,
                                  size_t *upload_size, void **con_cls)
 {
     (void)version;
     http_req *req = *con_cls;
-    if (!req) {
-        req = calloc(1, sizeof *req);
-        if (!req)
+    if (!req || !req->conn) { /* the first call: on_uri made the state */
+        if (!req && !(req = new_req()))
             return MHD_NO;
         req->conn = conn;
         req->svc = cls;
         req->method = method;
-        req->t0_us = now_us();
         req->url = strdup(url);
-        atomic_init(&req->refs, 1);
         *con_cls = req;
         if (!req->url)
             return MHD_NO;
@@ -566,6 +591,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!req)
         return;
     *con_cls = NULL;
+    if (!req->conn) { /* MHD refused it before on_access (a header too large) */
+        req_unref(req);
+        return;
+    }
     uint64_t us = now_us() - req->t0_us;
     int status = req->status ? req->status : 499; /* client went away before a reply */
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && status < 400)
@@ -632,8 +661,10 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
         flags, (uint16_t)svc->cfg.listen_port, NULL, NULL, on_access, svc, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_ARRAY, pool, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)svc->cfg.conn_timeout, MHD_OPTION_CONNECTION_LIMIT, svc->cfg.max_conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)svc->cfg.max_conns_per_ip,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL, MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri,
+        NULL, MHD_OPTION_END);
     if (!s->d) {
         snprintf(msg, cap, "could not listen on %s:%d", svc->cfg.listen_host, svc->cfg.listen_port);
         free(s);

@@ -190,6 +190,8 @@ TEST(bad_inputs_change_nothing)
     const char *traversal[] = {
         "/v1/docs/../x",
         "/v1/docs/..%2Fx",
+        "/v1/docs/a%2Fb", /* decoded, "a/b" would route to {collection}/{id}: 405 */
+        "/v1/docs/a%2fb",
         "/v1/docs/%2E%2E",
         "/v1/docs/a.b",
         "/v1/docs/a%00b",
