@@ -497,8 +497,15 @@ static void reply_failure(http_req *req)
 
 static enum MHD_Result send_reply(http_req *req)
 {
-    if (req->failed)
+    if (req->failed) {
+        /* a failed request's state (a bulk stage, a spool) is undone before
+         * the client hears of the failure, not after */
+        if (req->state_free)
+            req->state_free(req->state);
+        req->state_free = NULL;
+        req->state = NULL;
         reply_failure(req);
+    }
     if (!req->resp)
         http_reply_error(req, 500, "The handler produced no response.");
     enum MHD_Result r = MHD_queue_response(req->conn, (unsigned)req->status, req->resp);
