@@ -37,27 +37,48 @@ static bool starts(const char *line, const char *prefix)
     return strncmp(line, prefix, strlen(prefix)) == 0;
 }
 
+/* Whether the labels at l name the probed route and method. */
+static bool route_labels(const probe_opts *o, const char *l)
+{
+    size_t rl = strlen(o->route);
+    bool prefix = rl > 0 && o->route[rl - 1] == '*';
+    if (prefix)
+        rl--;
+    if (strncmp(l, "{route=\"", 8) != 0 || strncmp(l + 8, o->route, rl) != 0)
+        return false;
+    const char *after = l + 8 + rl;
+    if (!prefix && *after != '"')
+        return false;
+    char m[32];
+    snprintf(m, sizeof m, "method=\"%s\"", o->method);
+    const char *end = strstr(after, "\"}"); /* patterns hold braces: {queue} */
+    const char *at = strstr(after, m);
+    return at && end && at < end;
+}
+
 static void parse_metrics(const probe_opts *o, char *text, probe_sample *s, bool gauges)
 {
-    char labels[320];
-    snprintf(labels, sizeof labels, "{route=\"%s\",method=\"%s\"", o->route, o->method);
-    size_t ll = strlen(labels);
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    static const char req[] = "storhd_http_requests_total";
+    static const char sum[] = "storhd_http_request_duration_seconds_sum";
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
         double v;
         if (line[0] == '#' || !metric_value(line, &v))
             continue;
-        if (starts(line, "storhd_http_requests_total") &&
-            !strncmp(line + strlen("storhd_http_requests_total"), labels, ll)) {
+        for (int i = 0; i < o->nwatch; i++) {
+            size_t wl = strlen(o->watch[i]);
+            if (!strncmp(line, o->watch[i], wl) && line[wl] == ' ')
+                s->watch[i] = v;
+        }
+        if (starts(line, req) && route_labels(o, line + sizeof req - 1)) {
             const char *st = strstr(line, "status=\"");
             int status = st ? atoi(st + 8) : 0;
             if (status >= 400)
                 s->failed += v;
             else
                 s->ok += v;
-        } else if (starts(line, "storhd_http_request_duration_seconds_sum") &&
-                   !strncmp(line + strlen("storhd_http_request_duration_seconds_sum"), labels,
-                            ll)) {
-            s->lat_sum_s = v;
+        } else if (starts(line, sum) && route_labels(o, line + sizeof sum - 1)) {
+            s->lat_sum_s += v;
         } else if (gauges && starts(line, "process_cpu_seconds_total ")) {
             s->cpu_s = v;
         } else if (gauges && starts(line, "storhd_process_pss_bytes ")) {
@@ -161,6 +182,11 @@ int probe_start(const probe_opts *o, probe **out)
     }
     *out = p;
     return 0;
+}
+
+double probe_elapsed(const probe *p)
+{
+    return since(&p->t0);
 }
 
 void probe_stop(probe *p)

@@ -9,22 +9,29 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#define PROBE_MAX_WATCH 8
+
 typedef struct probe_sample {
     double t;       /* seconds since probe_start */
     double cpu_s;   /* utime + stime of the API so far */
     double pss_mib; /* proportional set size */
     double rss_mib;
-    double ok;        /* requests of the route answered below 400, so far */
-    double failed;    /* ... answered 400 and above */
-    double lat_sum_s; /* server-side latency sum of the route, so far */
+    double ok;                     /* requests of the route answered below 400, so far */
+    double failed;                 /* ... answered 400 and above */
+    double lat_sum_s;              /* server-side latency sum of the route, so far */
+    double watch[PROBE_MAX_WATCH]; /* the watched series' values */
 } probe_sample;
 
 typedef struct probe_opts {
     const char *base;   /* http://HOST:PORT of the API */
     pid_t pid;          /* > 0: read /proc/PID; 0: the /metrics gauges */
-    const char *route;  /* route pattern as /metrics labels it */
+    const char *route;  /* route pattern as /metrics labels it; a final "*" matches a prefix */
     const char *method; /* and its method */
     int interval_ms;
+    /* more /metrics series to record, written as /metrics writes them:
+     * storhd_cache_bytes{cache="jwt"} */
+    const char *const *watch;
+    int nwatch;
 } probe_opts;
 
 typedef struct probe probe;
@@ -34,6 +41,8 @@ int probe_once(const probe_opts *o, double t, probe_sample *s, char *msg, size_t
 /* Starts a thread that samples every interval until probe_stop. o's strings
  * must outlive the probe. */
 int probe_start(const probe_opts *o, probe **out);
+/* Seconds since probe_start. */
+double probe_elapsed(const probe *p);
 /* Stops the thread; the samples stay readable until probe_free. */
 void probe_stop(probe *p);
 size_t probe_count(const probe *p);

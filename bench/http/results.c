@@ -71,8 +71,17 @@ static json_t *curve_ms(const json_t *wrk)
     return out;
 }
 
+static json_t *watched(const probe_opts *po, const double *v)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < po->nwatch; i++)
+        json_object_set_new(o, po->watch[i], json_real(v[i]));
+    return o;
+}
+
 /* Per-interval figures from consecutive samples. */
-static json_t *series(const probe_sample *first, const probe_sample *s, size_t n)
+static json_t *series(const probe_sample *first, const probe_sample *s, size_t n,
+                      const probe_opts *po)
 {
     json_t *out = json_array();
     const probe_sample *prev = first;
@@ -82,11 +91,17 @@ static json_t *series(const probe_sample *first, const probe_sample *s, size_t n
             continue;
         double ok = s[i].ok - prev->ok, bad = s[i].failed - prev->failed;
         double lat = ok + bad > 0 ? (s[i].lat_sum_s - prev->lat_sum_s) * 1000.0 / (ok + bad) : 0;
-        json_array_append_new(out, json_pack("{sosososososo}", "t", num(s[i].t - first->t, 2),
-                                             "rps", num(ok / dt, 1), "failed_rps", num(bad / dt, 1),
-                                             "server_latency_ms", num(lat, 3), "pss_mib",
-                                             num(s[i].pss_mib, 2), "cpu_pct",
-                                             num((s[i].cpu_s - prev->cpu_s) * 100.0 / dt, 1)));
+        json_t *pt = json_object();
+        json_object_set_new(pt, "t", num(s[i].t - first->t, 2));
+        json_object_set_new(pt, "rps", num(ok / dt, 1));
+        json_object_set_new(pt, "failed_rps", num(bad / dt, 1));
+        json_object_set_new(pt, "server_latency_ms", num(lat, 3));
+        json_object_set_new(pt, "pss_mib", num(s[i].pss_mib, 2));
+        json_object_set_new(pt, "rss_mib", num(s[i].rss_mib, 2));
+        json_object_set_new(pt, "cpu_pct", num((s[i].cpu_s - prev->cpu_s) * 100.0 / dt, 1));
+        if (po->nwatch)
+            json_object_set_new(pt, "watch", watched(po, s[i].watch));
+        json_array_append_new(out, pt);
         prev = &s[i];
     }
     return out;
@@ -94,7 +109,7 @@ static json_t *series(const probe_sample *first, const probe_sample *s, size_t n
 
 json_t *results_trial(const char *scenario, int trial, int order, const json_t *wrk,
                       const probe_sample *s, size_t n, const probe_sample *first,
-                      const probe_sample *last)
+                      const probe_sample *last, const probe_opts *po)
 {
     double secs = jnum(wrk, "duration_us") / 1e6;
     double requests = jnum(wrk, "requests");
@@ -121,6 +136,16 @@ json_t *results_trial(const char *scenario, int trial, int order, const json_t *
                         num(rss_max > last->rss_mib ? rss_max : last->rss_mib, 2));
     json_object_set_new(api, "cpu_s", num(cpu, 3));
     json_object_set_new(api, "cpu_us_per_request", num(requests > 0 ? cpu * 1e6 / requests : 0, 2));
+    if (po->nwatch) {
+        double mx[PROBE_MAX_WATCH];
+        for (int w = 0; w < po->nwatch; w++) {
+            mx[w] = last->watch[w];
+            for (size_t i = 0; i < n; i++)
+                if (s[i].watch[w] > mx[w])
+                    mx[w] = s[i].watch[w];
+        }
+        json_object_set_new(api, "watch_max", watched(po, mx));
+    }
     json_t *t = json_object();
     json_object_set_new(t, "scenario", json_string(scenario));
     json_object_set_new(t, "trial", json_integer(trial));
@@ -133,7 +158,7 @@ json_t *results_trial(const char *scenario, int trial, int order, const json_t *
     json_object_set_new(t, "latency_ms", latency_ms(wrk));
     json_object_set_new(t, "latency_curve", curve_ms(wrk));
     json_object_set_new(t, "api", api);
-    json_object_set_new(t, "series", series(first, s, n));
+    json_object_set_new(t, "series", series(first, s, n, po));
     return t;
 }
 
@@ -149,9 +174,31 @@ static double median_of(const json_t *trials, const char *path)
     return m;
 }
 
+static int by_trial(const void *a, const void *b)
+{
+    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "trial"));
+    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "trial"));
+    return (x > y) - (x < y);
+}
+
+/* Trials were appended in run order; the document lists them by number. */
+static void sort_trials(json_t *trials)
+{
+    size_t n = json_array_size(trials);
+    json_t **v = calloc(n ? n : 1, sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(trials, i));
+    qsort(v, n, sizeof *v, by_trial);
+    json_array_clear(trials);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(trials, v[i]);
+    free(v);
+}
+
 void results_summarize(json_t *scenario)
 {
-    const json_t *trials = json_object_get(scenario, "trials");
+    json_t *trials = json_object_get(scenario, "trials");
+    sort_trials(trials);
     size_t n = json_array_size(trials);
     double lo = 0, hi = 0;
     json_int_t errors = 0, requests = 0;

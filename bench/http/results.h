@@ -16,10 +16,10 @@
 /* One trial. wrk: done()'s summary (borrowed). s/n: the samples taken while
  * it measured; first/last: samples taken right before wrk started and right
  * after it ended (CPU per request is their difference over wrk's request
- * count). New reference. */
+ * count); po names the watched series. New reference. */
 json_t *results_trial(const char *scenario, int trial, int order, const json_t *wrk,
                       const probe_sample *s, size_t n, const probe_sample *first,
-                      const probe_sample *last);
+                      const probe_sample *last, const probe_opts *po);
 /* Sets scenario["summary"] from scenario["trials"]. */
 void results_summarize(json_t *scenario);
 /* Median of v (sorted in place); 0 for n == 0. */

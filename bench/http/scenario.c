@@ -88,6 +88,15 @@ static int prep_doc_post(const scenario *sc, const scenario_ctx *ctx, scenario_p
     return prep_post(sc, ctx, p, "/v1/docs/trial", "record", msg, cap);
 }
 
+/* A worker's loop on the queue "trial": enqueue, claim, complete. */
+static int prep_queue_cycle(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p,
+                            char *msg, size_t cap)
+{
+    int rc = prep_post(sc, ctx, p, "/v1/queues/trial/jobs", "job", msg, cap);
+    p->wrk.queue = "trial";
+    return rc;
+}
+
 static const char *auth_header(const scenario_ctx *ctx, char *out, size_t cap)
 {
     if (!ctx->token)
@@ -175,6 +184,10 @@ static const scenario table[] = {
     {"doc-post", "DocStore create", "POST", "/v1/docs/{collection}",
      "POST /v1/docs/trial with a 1 KiB JSON record: one file, its fsync and the directory's", false,
      prep_doc_post},
+    {"queue-cycle", "queue worker loop", "POST", "/v1/queues/{queue}/*",
+     "A worker's loop on /v1/queues/trial: enqueue a 1 KiB job, claim one, complete what was "
+     "claimed (keep_done=false); every event fsynced (group commit); the depth stays bounded",
+     false, prep_queue_cycle},
 };
 
 const scenario *scenario_find(const char *name)

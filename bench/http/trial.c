@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "fsx.h"
 #include "machine.h"
 #include "probe.h"
 #include "report.h"
@@ -50,6 +51,8 @@ typedef struct options {
     int napi_args;
     unsigned long long seed;
     const char *image_api, *image_pg, *source_rev, *command;
+    const char *watch[PROBE_MAX_WATCH];
+    int nwatch;
     bool fail_on_errors, print_cpus;
 } options;
 
@@ -84,6 +87,8 @@ static void usage(FILE *f)
             "  --image-api=ID --image-pg=ID --source-rev=REV --command=TEXT  recorded as is\n"
             "  --fail-on-errors     exit 1 when any request failed\n"
             "  --print-cpus         print the API, PostgreSQL and wrk CPU lists and exit\n"
+            "  --watch=SERIES       also record this /metrics series, e.g.\n"
+            "                       'storhd_cache_bytes{cache=\"jwt\"}' (repeatable, 8 at most)\n"
             "scenarios:\n");
     for (size_t i = 0; i < n; i++)
         fprintf(f, "  %-10s %s\n", all[i].name, all[i].title);
@@ -124,37 +129,22 @@ static void default_cpus(options *o)
 
 static int parse_options(int argc, char **argv, options *o)
 {
-    static const struct option longs[] = {{"scenarios", 1, 0, 's'},
-                                          {"trials", 1, 0, 'n'},
-                                          {"warmup", 1, 0, 'W'},
-                                          {"duration", 1, 0, 'd'},
-                                          {"connections", 1, 0, 'c'},
-                                          {"wrk-threads", 1, 0, 't'},
-                                          {"api-cpus", 1, 0, 'A'},
-                                          {"pg-cpus", 1, 0, 'P'},
-                                          {"wrk-cpus", 1, 0, 'K'},
-                                          {"storhd", 1, 0, 'b'},
-                                          {"api-arg", 1, 0, 'a'},
-                                          {"target", 1, 0, 'T'},
-                                          {"pg", 1, 0, 'g'},
-                                          {"jwt-key", 1, 0, 'k'},
-                                          {"jwt-pub", 1, 0, 'p'},
-                                          {"tokens", 1, 0, 'N'},
-                                          {"arg-bytes", 1, 0, 'B'},
-                                          {"records", 1, 0, 'r'},
-                                          {"sample-ms", 1, 0, 'm'},
-                                          {"seed", 1, 0, 'S'},
-                                          {"lua", 1, 0, 'l'},
-                                          {"wrk", 1, 0, 'w'},
-                                          {"out", 1, 0, 'o'},
-                                          {"image-api", 1, 0, 'I'},
-                                          {"image-pg", 1, 0, 'J'},
-                                          {"source-rev", 1, 0, 'R'},
-                                          {"command", 1, 0, 'C'},
-                                          {"fail-on-errors", 0, 0, 'F'},
-                                          {"print-cpus", 0, 0, 'X'},
-                                          {"help", 0, 0, 'h'},
-                                          {0, 0, 0, 0}};
+    static const struct option longs[] = {{"scenarios", 1, 0, 's'},   {"trials", 1, 0, 'n'},
+                                          {"warmup", 1, 0, 'W'},      {"duration", 1, 0, 'd'},
+                                          {"connections", 1, 0, 'c'}, {"wrk-threads", 1, 0, 't'},
+                                          {"api-cpus", 1, 0, 'A'},    {"pg-cpus", 1, 0, 'P'},
+                                          {"wrk-cpus", 1, 0, 'K'},    {"storhd", 1, 0, 'b'},
+                                          {"api-arg", 1, 0, 'a'},     {"target", 1, 0, 'T'},
+                                          {"pg", 1, 0, 'g'},          {"jwt-key", 1, 0, 'k'},
+                                          {"jwt-pub", 1, 0, 'p'},     {"tokens", 1, 0, 'N'},
+                                          {"arg-bytes", 1, 0, 'B'},   {"records", 1, 0, 'r'},
+                                          {"sample-ms", 1, 0, 'm'},   {"seed", 1, 0, 'S'},
+                                          {"lua", 1, 0, 'l'},         {"wrk", 1, 0, 'w'},
+                                          {"out", 1, 0, 'o'},         {"image-api", 1, 0, 'I'},
+                                          {"image-pg", 1, 0, 'J'},    {"source-rev", 1, 0, 'R'},
+                                          {"command", 1, 0, 'C'},     {"fail-on-errors", 0, 0, 'F'},
+                                          {"print-cpus", 0, 0, 'X'},  {"watch", 1, 0, 'V'},
+                                          {"help", 0, 0, 'h'},        {0, 0, 0, 0}};
     *o = (options){.trials = 3,
                    .warmup_s = 10,
                    .duration_s = 30,
@@ -259,6 +249,10 @@ static int parse_options(int argc, char **argv, options *o)
             break;
         case 'X':
             o->print_cpus = true;
+            break;
+        case 'V':
+            if (o->nwatch < PROBE_MAX_WATCH)
+                o->watch[o->nwatch++] = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -432,7 +426,7 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
         json_decref(res);
         res = NULL;
     }
-    probe_opts po = {base, pid, sc->route, sc->method, o->sample_ms};
+    probe_opts po = {base, pid, sc->route, sc->method, o->sample_ms, o->watch, o->nwatch};
     probe_sample first, last;
     probe *p = NULL;
     if (rc == 0)
@@ -441,20 +435,25 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
         snprintf(msg, cap, "could not start the probe");
         rc = -1;
     }
+    double end = 0;
     if (rc == 0) {
         w.seconds = o->duration_s;
         rc = wrkrun_run(&w, &res, &wrk_cmd, msg, cap);
+        end = probe_elapsed(p);
         probe_stop(p);
     }
     if (rc == 0)
-        rc = probe_once(&po, probe_count(p) ? probe_samples(p)[probe_count(p) - 1].t + 0.001 : 0,
-                        &last, msg, cap);
+        rc = probe_once(&po, end, &last, msg, cap);
     if (rc == 0) {
-        /* sample times are relative to probe_start; first was taken just before */
+        /* sample times are relative to probe_start; first was taken just
+         * before it, last just after wrk ended, and samples after that end
+         * measured an idle API */
         const probe_sample *s = probe_samples(p);
         size_t n = probe_count(p);
+        while (n > 0 && s[n - 1].t >= end)
+            n--;
         first.t = 0;
-        json_t *t = results_trial(sc->name, trial, order, res, s, n, &first, &last);
+        json_t *t = results_trial(sc->name, trial, order, res, s, n, &first, &last, &po);
         json_object_set_new(t, "started_at", json_string(started));
         json_object_set_new(t, "probe_failures", json_integer((json_int_t)probe_failures(p)));
         json_object_set_new(t, "commands",
@@ -572,8 +571,11 @@ int main(int argc, char **argv)
     }
     snprintf(st.out, sizeof st.out, "%s", o.out);
     snprintf(st.work, sizeof st.work, "%s/work", o.out);
-    mkdir(o.out, 0755);
-    mkdir(st.work, 0755);
+    storh_err merr;
+    if (fsx_mkdirs(st.work, false, &merr) != 0) {
+        fprintf(stderr, "storh-trial: %s\n", merr.msg);
+        return 1;
+    }
     snprintf(st.tokens, sizeof st.tokens, "%s/tokens.txt", st.work);
     char msg[512];
     /* tokens outlive the run: 2x its planned length plus an hour */

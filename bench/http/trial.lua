@@ -7,6 +7,9 @@
 --                 request of the run has, "{k}" the index of the token used
 --   TRIAL_CTYPE   Content-Type of the body
 --   TRIAL_OUT     where done() writes the run's summary as one JSON object
+--   TRIAL_QUEUE   a queue name: instead of the paths, a worker's loop on it
+--                 (enqueue the body, claim one job, complete what was
+--                 claimed with keep_done=false), so its depth stays bounded
 -- Requests that do not vary are built once in init(), as wrk's scripting
 -- guide advises for fast servers; "{u}" bodies are built per request.
 
@@ -40,8 +43,10 @@ function setup(thread)
   threads = threads + 1
 end
 
-local method, ctype, paths, tokens, body
+local method, ctype, paths, tokens, body, queue
 local built, n = nil, 0
+local claimed = {} -- job ids claims answered with, not yet completed
+local enqueue_next = true -- enqueue and claim strictly in turn: the depth stays bounded
 
 local function make(i)
   local path = paths[(i % #paths) + 1]
@@ -63,13 +68,41 @@ local function make(i)
   return wrk.format(method, path, headers, b)
 end
 
+-- the queue worker's next request: complete a claimed job, else enqueue
+-- and claim in turn
+local function queue_request()
+  local headers = {}
+  if #tokens > 0 then headers["Authorization"] = "Bearer " .. tokens[(n % #tokens) + 1] end
+  local base = "/v1/queues/" .. queue
+  if #claimed > 0 then
+    return wrk.format("POST", base .. "/jobs/" .. table.remove(claimed) ..
+                      "/complete?keep_done=false", headers)
+  end
+  enqueue_next = not enqueue_next
+  if not enqueue_next then
+    headers["Content-Type"] = ctype
+    return wrk.format("POST", base .. "/jobs", headers, body)
+  end
+  return wrk.format("POST", base .. "/claim?limit=1", headers)
+end
+
 function init(args)
+  queue = os.getenv("TRIAL_QUEUE")
+  if queue == "" then queue = nil end
   method = os.getenv("TRIAL_METHOD") or "GET"
   ctype = os.getenv("TRIAL_CTYPE") or "application/json"
   paths = read_lines(os.getenv("TRIAL_PATHS"))
   if #paths == 0 then paths = { "/" } end
   tokens = read_lines(os.getenv("TRIAL_TOKENS"))
   body = read_all(os.getenv("TRIAL_BODY"))
+  if queue then
+    -- wrk parses replies only when response() is defined: the loop needs them
+    response = function(status, headers, reply)
+      local id = status == 200 and reply:match('"jobs":%[{"id":"([%x%-]+)"')
+      if id then claimed[#claimed + 1] = id end
+    end
+    return
+  end
   if not (body and body:find("{u}", 1, true)) then
     -- one full cycle of paths x tokens is every distinct request
     local cycle = #paths
@@ -81,6 +114,7 @@ end
 
 function request()
   n = n + 1
+  if queue then return queue_request() end
   if built then return built[(n % #built) + 1] end
   return make(n)
 end

@@ -15,7 +15,8 @@ int wrkrun_run(const wrkrun_opts *o, json_t **result, char **cmdline, char *msg,
     snprintf(to, sizeof to, "%ds", o->timeout_s);
     const char *argv[] = {o->wrk,      "-t", t,    "-c",   c,      "-d", d,
                           "--timeout", to,   "-s", o->lua, o->url, NULL};
-    char e_method[32], e_paths[4200], e_tokens[4200], e_body[4200], e_ctype[128], e_out[4200];
+    char e_method[32], e_paths[4200], e_tokens[4200], e_body[4200], e_ctype[128], e_out[4200],
+        e_queue[128];
     const wrkrun_plan *p = o->plan;
     snprintf(e_method, sizeof e_method, "TRIAL_METHOD=%s", p->method);
     snprintf(e_paths, sizeof e_paths, "TRIAL_PATHS=%s", p->paths);
@@ -23,7 +24,8 @@ int wrkrun_run(const wrkrun_opts *o, json_t **result, char **cmdline, char *msg,
     snprintf(e_body, sizeof e_body, "TRIAL_BODY=%s", p->body ? p->body : "");
     snprintf(e_ctype, sizeof e_ctype, "TRIAL_CTYPE=%s", p->ctype ? p->ctype : "application/json");
     snprintf(e_out, sizeof e_out, "TRIAL_OUT=%s", o->out);
-    const char *env[] = {e_method, e_paths, e_tokens, e_body, e_ctype, e_out, NULL};
+    snprintf(e_queue, sizeof e_queue, "TRIAL_QUEUE=%s", p->queue ? p->queue : "");
+    const char *env[] = {e_method, e_paths, e_tokens, e_body, e_ctype, e_out, e_queue, NULL};
     if (cmdline)
         *cmdline = spawn_cmdline(o->cpus, argv);
     unlink(o->out);

@@ -14,6 +14,7 @@ typedef struct wrkrun_plan {
     const char *tokens; /* file: bearer tokens, one per line, or NULL */
     const char *body;   /* file: body template, or NULL */
     const char *ctype;  /* of the body */
+    const char *queue;  /* a queue for trial.lua's worker loop, or NULL */
 } wrkrun_plan;
 
 typedef struct wrkrun_opts {
