@@ -1,5 +1,6 @@
 /* libFuzzer: queue replay. The input becomes queue.log; the queue opens
  * (replaying it, cutting only a torn tail), verifies and claims. */
+#include <ftw.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +13,20 @@
 
 static char root[PATH_MAX];
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* the scratch root goes with the process (the replay tests run it often) */
+static void remove_root(void)
+{
+    nftw(root, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -20,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
         if (!mkdtemp(root))
             abort();
+        atexit(remove_root);
     }
     char dir[PATH_MAX], log[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/q", root);

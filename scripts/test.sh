@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the tests need, builds, and runs every test under ctest twice:
-# a normal build, then an AddressSanitizer + UndefinedBehaviorSanitizer build.
-# Tests start every server they use themselves.
+# Installs what the tests need, builds, and runs every test under ctest
+# twice: a normal build, then an AddressSanitizer + UndefinedBehaviorSanitizer
+# build. Then the short forms of the hardening suites (fuzzing, the load
+# suite, valgrind memcheck of the whole test suite; scripts/hardening.sh runs
+# their full forms). Tests start every server they use themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh clang-format cppcheck wrk python3-jsonschema jq
+scripts/deps.sh clang-format cppcheck wrk python3-jsonschema jq valgrind e2fsprogs
 jobs="$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
@@ -21,12 +23,7 @@ cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev
 cmake --build build/release -j"$jobs"
 
 echo "== a private PostgreSQL cluster for the tests"
-pgdir=$(mktemp -d "${TMPDIR:-/tmp}/storhd-pg-XXXXXX")
-trap 'scripts/pg.sh stop "$pgdir"; rm -rf "$pgdir"' EXIT
-STORHD_TEST_PG_PORT=$((20000 + RANDOM % 20000))
-STORHD_TEST_PG=$(scripts/pg.sh start "$pgdir" "$STORHD_TEST_PG_PORT")
-STORHD_TEST_PG_DIR=$pgdir
-export STORHD_TEST_PG STORHD_TEST_PG_DIR STORHD_TEST_PG_PORT
+. scripts/testpg.sh
 
 echo "== bench ci (medians of 3 runs at 1k, gated against bench/baselines/ci-1k-all.json)"
 bench/bench.sh ci 2>/dev/null
@@ -40,3 +37,12 @@ echo "== build and test (ASan + UBSan)"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSTORHD_ASAN=ON -DSTORHD_UBSAN=ON >/dev/null
 cmake --build build/asan -j"$jobs"
 (cd build/asan && ctest --output-on-failure -j"$jobs")
+
+echo "== fuzzing, short: 10 s per libFuzzer target (scripts/hardening.sh fuzz: 300 s)"
+FUZZ_SECONDS=10 scripts/fuzz.sh
+
+echo "== load, short: every main route at saturation for 5 s, 10,000 JWTs (full: 60 s)"
+bench/http/load.sh --short
+
+echo "== valgrind memcheck of the test suite (and of every storhd it starts)"
+scripts/memcheck.sh

@@ -61,15 +61,30 @@ int daemon_start(daemon_proc *d, const char *root, const char *const *extra)
         snprintf(d->root, sizeof d->root, "%s", root);
     else if (!tmpdir_make(d->root))
         return -1;
+    /* STORHD_TEST_WRAPPER: words put before storhd (valgrind, for memcheck) */
+    char wrap[512] = "";
+    const char *w = getenv("STORHD_TEST_WRAPPER");
+    if (w)
+        snprintf(wrap, sizeof wrap, "%s", w);
+    const char *argv[64];
+    int nw = 0;
+    for (char *save = NULL, *t = strtok_r(wrap, " ", &save); t && nw < 16;
+         t = strtok_r(NULL, " ", &save))
+        argv[nw++] = t;
+    int tries = nw ? 1200 : 200; /* 50 ms each: 60 s under a wrapper, else 10 s */
     for (int attempt = 0; attempt < 5; attempt++) {
         d->port = free_port();
         snprintf(d->base, sizeof d->base, "http://127.0.0.1:%d", d->port);
         char listen[64];
         snprintf(listen, sizeof listen, "127.0.0.1:%d", d->port);
-        const char *argv[32] = {STORHD_BIN, "--root", d->root, "--listen", listen};
-        int n = 5;
-        for (; extra && *extra && n < 30; extra++)
-            argv[n++] = *extra;
+        int n = nw;
+        argv[n++] = STORHD_BIN;
+        argv[n++] = "--root";
+        argv[n++] = d->root;
+        argv[n++] = "--listen";
+        argv[n++] = listen;
+        for (const char *const *x = extra; x && *x && n < 62; x++)
+            argv[n++] = *x;
         argv[n] = NULL;
         d->pid = fork();
         if (d->pid == 0) {
@@ -77,10 +92,10 @@ int daemon_start(daemon_proc *d, const char *root, const char *const *extra)
             int fd = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
             if (fd >= 0)
                 dup2(fd, STDERR_FILENO);
-            execv(STORHD_BIN, (char *const *)argv);
+            execvp(argv[0], (char *const *)argv);
             _exit(127);
         }
-        for (int i = 0; i < 200; i++) { /* up to 10 s */
+        for (int i = 0; i < tries; i++) {
             if (healthy(d->base))
                 return 0;
             int st;

@@ -1,6 +1,8 @@
 /* daemon: starts the real storhd binary for an integration test on a free
  * loopback port with a scratch storage root, waits until /healthz answers,
- * and stops it (SIGTERM, or SIGKILL for crash tests). */
+ * and stops it (SIGTERM, or SIGKILL for crash tests). STORHD_TEST_WRAPPER
+ * (e.g. "valgrind --error-exitcode=99") runs storhd under a wrapper; its
+ * exit status then fails the test at daemon_stop. */
 #ifndef STORHD_TEST_DAEMON_H
 #define STORHD_TEST_DAEMON_H
 

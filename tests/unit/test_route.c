@@ -17,9 +17,12 @@ static const route table[] = {
 };
 #define N (sizeof table / sizeof table[0])
 
+/* The match points into the path it was given: the copy outlives it (one
+ * match is looked at at a time). */
+static char copy[256];
+
 static int find(const char *method, const char *path, route_match *m)
 {
-    char copy[256];
     snprintf(copy, sizeof copy, "%s", path);
     return route_find(table, N, method, copy, m);
 }

@@ -1,0 +1,10 @@
+# Sourced by scripts/test.sh and scripts/hardening.sh: a private PostgreSQL
+# cluster for the tests in a temporary directory, stopped and removed on
+# exit. Exports STORHD_TEST_PG (conninfo), STORHD_TEST_PG_DIR and
+# STORHD_TEST_PG_PORT (test_http_rpc stops and restarts it on purpose).
+pgdir=$(mktemp -d "${TMPDIR:-/tmp}/storhd-pg-XXXXXX")
+trap 'scripts/pg.sh stop "$pgdir"; rm -rf "$pgdir"' EXIT
+STORHD_TEST_PG_PORT=$((20000 + RANDOM % 20000))
+STORHD_TEST_PG=$(scripts/pg.sh start "$pgdir" "$STORHD_TEST_PG_PORT")
+STORHD_TEST_PG_DIR=$pgdir
+export STORHD_TEST_PG STORHD_TEST_PG_DIR STORHD_TEST_PG_PORT
