@@ -9,6 +9,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "routes.h"
+#include "rpc.h"
 #include "uuid7.h"
 
 #define UUID_MAX_COUNT 1000
@@ -19,9 +20,11 @@ int h_healthz(http_req *req)
     return http_reply_owned(req, 200, o);
 }
 
-int h_readyz(http_req *req)
+/* On the worker pool: pinging PostgreSQL may block for its connect timeout. */
+static int readyz_work(http_req *req)
 {
-    const char *root = http_service(req)->cfg.root;
+    service *svc = http_service(req);
+    const char *root = svc->cfg.root;
     json_t *checks = json_object();
     bool ok = true;
     struct statvfs vfs;
@@ -34,9 +37,20 @@ int h_readyz(http_req *req)
     } else {
         json_object_set_new(checks, "root", json_string("ok"));
     }
+    if (svc->rpc) { /* the page RPC cannot answer without its PostgreSQL */
+        bool up = rpc_reachable(svc->rpc);
+        json_object_set_new(checks, "postgres", json_string(up ? "ok" : "unreachable"));
+        ok = ok && up;
+    }
     json_t *o = json_pack("{sssO}", "status", ok ? "ready" : "not_ready", "checks", checks);
     json_decref(checks);
     return http_reply_owned(req, ok ? 200 : 503, o);
+}
+
+int h_readyz(http_req *req)
+{
+    http_defer(req, readyz_work);
+    return 0;
 }
 
 int h_metrics(http_req *req)

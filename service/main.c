@@ -149,8 +149,9 @@ int main(int argc, char **argv)
                     json_pack("{sssisssisiss}", "host", svc.cfg.listen_host, "port", http_port(srv),
                               "root", svc.cfg.root, "threads", svc.cfg.threads, "workers",
                               svc.cfg.workers, "auth",
-                              loopback ? "none: no JWT key configured, serving on loopback only"
-                                       : "none: --insecure-no-auth"));
+                              svc.auth   ? "RS256 JWT on /v1 and /rpc"
+                              : loopback ? "none: no JWT key configured, serving on loopback only"
+                                         : "none: --insecure-no-auth"));
     int sig = 0;
     sigwait(&set, &sig);
     accesslog_event("stopping", json_pack("{si}", "signal", sig));

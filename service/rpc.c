@@ -374,6 +374,14 @@ int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *cla
     return rc;
 }
 
+bool rpc_reachable(const rpc *r)
+{
+    /* expand_dbname: the conninfo's settings, then a connect timeout of ours */
+    const char *const keys[] = {"dbname", "connect_timeout", NULL};
+    const char *const values[] = {r->conninfo, "2", NULL};
+    return PQpingParams(keys, values, 1) == PQPING_OK;
+}
+
 void rpc_metrics(rpc *r, buf *out)
 {
     pthread_mutex_lock(&r->mu);

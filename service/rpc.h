@@ -44,5 +44,8 @@ typedef struct rpc_result {
 int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *claims,
              rpc_result *res, storh_err *err);
 void rpc_metrics(rpc *r, buf *out);
+/* Whether the server accepts connections (libpq's ping: no login, a
+ * 2 s connect timeout); blocks, so call it off the event loops. */
+bool rpc_reachable(const rpc *r);
 
 #endif
