@@ -6,7 +6,7 @@
  * CPU per request, and writes results.json and a report page.
  *
  * A trial in local mode: start storhd pinned on an empty root -> wait for
- * /healthz -> prepare the scenario (plan files, records) -> warm-up run ->
+ * /readyz -> prepare the scenario (plan files, records) -> warm-up run ->
  * sample, measured run, sample -> stop storhd. In remote mode (--target) the
  * API is already running (a container) and is not restarted. */
 #include <arpa/inet.h>
@@ -54,6 +54,7 @@ typedef struct options {
     const char *watch[PROBE_MAX_WATCH];
     int nwatch;
     bool fail_on_errors, print_cpus;
+    int wait_s; /* --target: how long to wait for its /readyz */
 } options;
 
 static void usage(FILE *f)
@@ -75,6 +76,7 @@ static void usage(FILE *f)
             "(default build/release/service/storhd)\n"
             "  --api-arg=ARG        one more storhd argument (repeatable)\n"
             "  --target=URL         use a running API instead (no restarts)\n"
+            "  --wait=S             with --target: wait up to S s for its /readyz (0)\n"
             "  --pg=CONNINFO        PostgreSQL of the page RPC (for the started storhd)\n"
             "  --jwt-key=PEM        RSA private key: mint the tokens (RS256)\n"
             "  --jwt-pub=PEM        its public key, for the started storhd\n"
@@ -127,24 +129,64 @@ static void default_cpus(options *o)
     }
 }
 
+/* trial.lua: the source tree's, or the installed one beside the binary
+ * (<prefix>/bin/storh-trial -> <prefix>/share/storhd/trial.lua). */
+static const char *default_lua(void)
+{
+    static char path[PATH_MAX];
+    if (access(STORHD_TRIAL_LUA, R_OK) == 0)
+        return STORHD_TRIAL_LUA;
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 40);
+    if (n > 0) {
+        path[n] = '\0';
+        char *slash = strrchr(path, '/');
+        if (slash) {
+            *slash = '\0';
+            slash = strrchr(path, '/');
+            if (slash) {
+                strcpy(slash, "/share/storhd/trial.lua");
+                return path;
+            }
+        }
+    }
+    return STORHD_TRIAL_LUA;
+}
+
 static int parse_options(int argc, char **argv, options *o)
 {
-    static const struct option longs[] = {{"scenarios", 1, 0, 's'},   {"trials", 1, 0, 'n'},
-                                          {"warmup", 1, 0, 'W'},      {"duration", 1, 0, 'd'},
-                                          {"connections", 1, 0, 'c'}, {"wrk-threads", 1, 0, 't'},
-                                          {"api-cpus", 1, 0, 'A'},    {"pg-cpus", 1, 0, 'P'},
-                                          {"wrk-cpus", 1, 0, 'K'},    {"storhd", 1, 0, 'b'},
-                                          {"api-arg", 1, 0, 'a'},     {"target", 1, 0, 'T'},
-                                          {"pg", 1, 0, 'g'},          {"jwt-key", 1, 0, 'k'},
-                                          {"jwt-pub", 1, 0, 'p'},     {"tokens", 1, 0, 'N'},
-                                          {"arg-bytes", 1, 0, 'B'},   {"records", 1, 0, 'r'},
-                                          {"sample-ms", 1, 0, 'm'},   {"seed", 1, 0, 'S'},
-                                          {"lua", 1, 0, 'l'},         {"wrk", 1, 0, 'w'},
-                                          {"out", 1, 0, 'o'},         {"image-api", 1, 0, 'I'},
-                                          {"image-pg", 1, 0, 'J'},    {"source-rev", 1, 0, 'R'},
-                                          {"command", 1, 0, 'C'},     {"fail-on-errors", 0, 0, 'F'},
-                                          {"print-cpus", 0, 0, 'X'},  {"watch", 1, 0, 'V'},
-                                          {"help", 0, 0, 'h'},        {0, 0, 0, 0}};
+    static const struct option longs[] = {{"scenarios", 1, 0, 's'},
+                                          {"trials", 1, 0, 'n'},
+                                          {"warmup", 1, 0, 'W'},
+                                          {"duration", 1, 0, 'd'},
+                                          {"connections", 1, 0, 'c'},
+                                          {"wrk-threads", 1, 0, 't'},
+                                          {"api-cpus", 1, 0, 'A'},
+                                          {"pg-cpus", 1, 0, 'P'},
+                                          {"wrk-cpus", 1, 0, 'K'},
+                                          {"storhd", 1, 0, 'b'},
+                                          {"api-arg", 1, 0, 'a'},
+                                          {"target", 1, 0, 'T'},
+                                          {"pg", 1, 0, 'g'},
+                                          {"jwt-key", 1, 0, 'k'},
+                                          {"jwt-pub", 1, 0, 'p'},
+                                          {"tokens", 1, 0, 'N'},
+                                          {"arg-bytes", 1, 0, 'B'},
+                                          {"records", 1, 0, 'r'},
+                                          {"sample-ms", 1, 0, 'm'},
+                                          {"seed", 1, 0, 'S'},
+                                          {"lua", 1, 0, 'l'},
+                                          {"wrk", 1, 0, 'w'},
+                                          {"out", 1, 0, 'o'},
+                                          {"image-api", 1, 0, 'I'},
+                                          {"image-pg", 1, 0, 'J'},
+                                          {"source-rev", 1, 0, 'R'},
+                                          {"command", 1, 0, 'C'},
+                                          {"fail-on-errors", 0, 0, 'F'},
+                                          {"print-cpus", 0, 0, 'X'},
+                                          {"watch", 1, 0, 'V'},
+                                          {"wait", 1, 0, 'Y'},
+                                          {"help", 0, 0, 'h'},
+                                          {0, 0, 0, 0}};
     *o = (options){.trials = 3,
                    .warmup_s = 10,
                    .duration_s = 30,
@@ -154,7 +196,7 @@ static int parse_options(int argc, char **argv, options *o)
                    .sample_ms = 1000,
                    .arg_bytes = 1024,
                    .storhd = "build/release/service/storhd",
-                   .lua = STORHD_TRIAL_LUA,
+                   .lua = default_lua(),
                    .wrk = "wrk",
                    .out = "build/http-trials"};
     snprintf(o->scenarios, sizeof o->scenarios, "rpc-miss,rpc-hit,doc-get,log-post");
@@ -250,6 +292,9 @@ static int parse_options(int argc, char **argv, options *o)
         case 'X':
             o->print_cpus = true;
             break;
+        case 'Y':
+            o->wait_s = atoi(optarg);
+            break;
         case 'V':
             if (o->nwatch < PROBE_MAX_WATCH)
                 o->watch[o->nwatch++] = optarg;
@@ -312,13 +357,13 @@ static void remove_tree(const char *dir)
     spawn_wait(spawn_pinned(NULL, rm, NULL, NULL));
 }
 
-/* Waits up to 10 s for /healthz; false if the API exited or never answered. */
-static bool wait_healthy(const char *base, pid_t pid)
+/* Waits up to seconds for path (/readyz: the storage root and PostgreSQL)
+ * to answer 200; false if the API exited or never did. */
+static bool wait_ok(const char *base, const char *path, pid_t pid, int seconds)
 {
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < seconds * 20; i++) {
         client_resp r;
-        bool ok =
-            client_do(base, "GET", "/healthz", NULL, NULL, 0, NULL, 0, &r) == 0 && r.status == 200;
+        bool ok = client_do(base, "GET", path, NULL, NULL, 0, NULL, 0, &r) == 0 && r.status == 200;
         client_free(&r);
         if (ok)
             return true;
@@ -388,7 +433,7 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
         api_argv(st, root, listen, argv);
         api_cmd = spawn_cmdline(o->api_cpus, argv);
         pid = spawn_pinned(o->api_cpus, argv, NULL, log);
-        if (pid < 0 || !wait_healthy(base, pid)) {
+        if (pid < 0 || !wait_ok(base, "/readyz", pid, 10)) {
             snprintf(msg, cap, "storhd did not start (see %s)", log);
             if (pid > 0)
                 spawn_stop(pid, 2000);
@@ -611,6 +656,10 @@ int main(int argc, char **argv)
         json_array_append_new(order,
                               json_pack("{sssi}", "scenario", list[pairs[k] / o.trials]->name,
                                         "trial", pairs[k] % o.trials + 1));
+    if (o.target && o.wait_s > 0 && !wait_ok(o.target, "/readyz", 0, o.wait_s)) {
+        fprintf(stderr, "storh-trial: %s/readyz was not ready within %d s\n", o.target, o.wait_s);
+        return 1;
+    }
     storhd_version(&st);
     char started[32], finished[32];
     iso_now(started, sizeof started);
