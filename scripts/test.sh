@@ -46,3 +46,6 @@ bench/http/load.sh --short
 
 echo "== valgrind memcheck of the test suite (and of every storhd it starts)"
 scripts/memcheck.sh
+
+echo "== container: the Dockerfile built with podman, storhd with PostgreSQL smoke-tested over HTTP"
+scripts/container.sh

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# storhd's images on a machine without a Docker engine, with Debian's rootful
+# podman set up as shared/CONTAINERS.md of the project describes: overlay
+# storage and runc, all state under build/podman, and (no registry being
+# reachable) a debootstrap'd bookworm imported as debian:bookworm and
+# debian:bookworm-slim, which the Dockerfiles start FROM.
+#   scripts/container.sh               build the images, start PostgreSQL and
+#                                      storhd on a private network, smoke-test
+#                                      over HTTP, run a short trial (CI)
+#   scripts/container.sh build         only build the images
+#   scripts/container.sh trials [storh-trial options]
+#                                      the trial suite with deploy/compose.yaml
+#                                      (deploy/compose-trials.sh: Debian's
+#                                      docker-compose against podman's Docker
+#                                      API socket; this machine's CPUs split as
+#                                      storh-trial does), results in
+#                                      build/container-trials/
+# The images: localhost/storhd (the service), localhost/storhd-trial (trial
+# runner and key maker), localhost/storhd-postgres (PostgreSQL + fixture).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh podman runc netavark aardvark-dns iptables catatonit debootstrap curl jq \
+  python3-jsonschema >/dev/null
+state=$PWD/build/podman
+mkdir -p "$state"
+cat >"$state/storage.conf" <<EOF
+[storage]
+driver = "overlay"
+runroot = "$state/run"
+graphroot = "$state/graph"
+EOF
+# podman asks for more open files and processes than root may grant here
+nofile=$(ulimit -Hn)
+nproc=$(ulimit -Hu)
+if [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; then nproc=32768; fi
+cat >"$state/containers.conf" <<EOF
+[containers]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
+[engine]
+runtime = "runc"
+[network]
+network_backend = "netavark"
+EOF
+export CONTAINERS_STORAGE_CONF=$state/storage.conf CONTAINERS_CONF=$state/containers.conf
+
+# The base image, once: debootstrap from this machine's Debian mirror.
+base_image() {
+  podman image exists localhost/debian:bookworm && return 0
+  local sources=/etc/apt/sources.list.d/debian.sources mirror security rootfs
+  mirror=$(awk '/^URIs:/{print $2; exit}' "$sources" 2>/dev/null || true)
+  security=$(awk '/^URIs:/{n++; if (n == 2) {print $2; exit}}' "$sources" 2>/dev/null || true)
+  mirror=${mirror:-http://deb.debian.org/debian}
+  security=${security:-http://deb.debian.org/debian-security}
+  rootfs=$state/rootfs
+  rm -rf "$rootfs"
+  echo "container: debootstrap bookworm from $mirror"
+  debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$state/debootstrap.log" 2>&1
+  printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb %s bookworm-security main\n' \
+    "$mirror" "$mirror" "$security" >"$rootfs/etc/apt/sources.list"
+  chroot "$rootfs" sh -c 'apt-get update -qq && apt-get -y -qq upgrade && apt-get clean' >/dev/null
+  tar -C "$rootfs" -c . | podman import - localhost/debian:bookworm >/dev/null
+  # -slim as Debian's own: no docs, man pages or locales, now or when a
+  # stage installs packages (dpkg path-exclude), and no apt lists
+  printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+    'path-exclude /usr/share/info/*' 'path-exclude /usr/share/man/*' \
+    'path-exclude /usr/share/groff/*' 'path-exclude /usr/share/lintian/*' \
+    'path-exclude /usr/share/locale/*' >"$rootfs/etc/dpkg/dpkg.cfg.d/slim"
+  find "$rootfs/usr/share/doc" -mindepth 1 ! -name copyright ! -type d -delete
+  rm -rf "$rootfs"/usr/share/{info,man,groff,lintian,locale}/* "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | podman import - localhost/debian:bookworm-slim >/dev/null
+  podman tag localhost/debian:bookworm docker.io/library/debian:bookworm
+  podman tag localhost/debian:bookworm-slim docker.io/library/debian:bookworm-slim
+  rm -rf "$rootfs"
+}
+
+build() {
+  base_image
+  echo "container: building localhost/storhd, localhost/storhd-trial, localhost/storhd-postgres"
+  podman build --pull=never --format docker --target runtime -t localhost/storhd . >"$state/build.log" 2>&1 ||
+    { tail -n 30 "$state/build.log"; return 1; }
+  podman build --pull=never --format docker --target trial -t localhost/storhd-trial . \
+    >>"$state/build.log" 2>&1 || { tail -n 30 "$state/build.log"; return 1; }
+  podman build --pull=never --format docker -t localhost/storhd-postgres deploy/postgres \
+    >>"$state/build.log" 2>&1 || { tail -n 30 "$state/build.log"; return 1; }
+  podman images --format '{{.Repository}}:{{.Tag}} {{.ID}} {{.Size}}' | grep storhd
+}
+
+# ---- the smoke test ----
+
+run=smoke-$$
+port=$((20000 + RANDOM % 20000))
+base=http://127.0.0.1:$port
+cleanup() {
+  podman rm -f -t 0 "$run-api" "$run-pg" >/dev/null 2>&1 || true
+  podman network rm -f "$run" >/dev/null 2>&1 || true
+  podman volume rm -f "$run-keys" >/dev/null 2>&1 || true
+}
+fail() {
+  echo "container smoke: FAILED: $*"
+  podman logs "$run-api" 2>&1 | tail -n 20 || true
+  podman logs "$run-pg" 2>&1 | tail -n 20 || true
+  exit 1
+}
+expect() { # expect STATUS METHOD PATH [curl args]: the reply body goes to $body
+  local want=$1 method=$2 path=$3 got
+  shift 3
+  got=$(curl -s -o "$state/body" -w '%{http_code}' -X "$method" "$@" "$base$path")
+  body=$(cat "$state/body")
+  [ "$got" = "$want" ] || fail "$method $path: $got, want $want: $body"
+  echo "ok $method $path -> $got"
+}
+
+smoke() {
+  trap cleanup EXIT
+  podman network create "$run" >/dev/null
+  podman volume create "$run-keys" >/dev/null
+  podman run --rm -v "$run-keys:/keys" localhost/storhd-trial keys /keys >/dev/null
+  podman run -d --name "$run-pg" --network "$run" --network-alias postgres \
+    -v "$run-keys:/keys:ro" localhost/storhd-postgres >/dev/null
+  podman run -d --name "$run-api" --network "$run" --init --cpuset-cpus=0 \
+    -p "127.0.0.1:$port:8080" -v "$run-keys:/keys:ro" \
+    -e STORHD_JWT_PUBLIC_KEY=/keys/jwt.pub -e STORHD_RPC_FUNCTIONS=page \
+    -e "STORHD_RPC_CONNINFO=host=postgres dbname=storhd user=storhd passfile=/keys/pgpass" \
+    localhost/storhd >/dev/null
+  local i
+  for i in $(seq 120); do # up, and PostgreSQL reachable (its first start loads the fixture)
+    curl -fs -o /dev/null "$base/readyz" && break
+    sleep 0.5
+  done
+  expect 200 GET /healthz
+  expect 200 GET /readyz
+  local token
+  token=$(podman run --rm -v "$run-keys:/keys:ro" localhost/storhd-trial \
+    storh-token /keys/jwt.key '{"sub":"smoke","tenant":7,"role":"reader","scope":"*"}' 600)
+  local auth=(-H "Authorization: Bearer $token" -H 'Content-Type: application/json')
+  expect 401 GET /v1/docs/smoke/_stats
+  expect 201 POST /v1/docs/smoke "${auth[@]}" -d '{"title":"in a container"}'
+  local id
+  id=$(echo "$body" | jq -r .id)
+  expect 200 GET "/v1/docs/smoke/$id" "${auth[@]}"
+  [ "$(echo "$body" | jq -r .data.title)" = "in a container" ] || fail "read back: $body"
+  expect 201 POST /v1/logs/smoke "${auth[@]}" -d '{"type":"smoke"}'
+  expect 201 POST /v1/queues/smoke/jobs "${auth[@]}" -d '{"to":"x"}'
+  expect 200 POST /rpc/page "${auth[@]}" -d '{"limit":100}'
+  [ "$(echo "$body" | jq 'length')" = 100 ] || fail "page() rows: $(echo "$body" | jq length)"
+  [ "$(echo "$body" | jq '[.[].tenant] | unique')" = "[
+  7
+]" ] || fail "page() rows of other tenants"
+  expect 200 GET /metrics
+  grep -q 'storhd_http_requests_total{route="/rpc/{function}",method="POST",status="200"} 1' \
+    "$state/body" || fail "metrics do not count the call"
+  # the CLI in the image, on the volume; the user; the HEALTHCHECK
+  podman exec "$run-api" storh verify /data smoke >/dev/null || fail "storh verify in the container"
+  [ "$(podman exec "$run-api" id -u)" = 10001 ] || fail "storhd does not run as uid 10001"
+  # podman runs HEALTHCHECKs from systemd timers; without systemd, run it here
+  podman healthcheck run "$run-api" >/dev/null 2>&1 || fail "the HEALTHCHECK failed"
+  [ "$(podman inspect --format '{{.State.Health.Status}}' "$run-api")" = healthy ] ||
+    fail "the HEALTHCHECK did not report healthy"
+  echo "ok storh verify in the container, uid 10001, HEALTHCHECK healthy"
+  # a short trial from the trial image against the running API
+  local out=$PWD/build/container-smoke
+  rm -rf "$out"
+  mkdir -p "$out"
+  podman run --rm --network "$run" --cpuset-cpus="$(($(nproc) - 1))" -v "$run-keys:/keys:ro" \
+    -v "$out:/results" -e "TRIAL_TARGET=http://$run-api:8080" \
+    -e "TRIAL_IMAGE_API=$(podman image inspect --format '{{.Id}}' localhost/storhd)" \
+    -e "TRIAL_IMAGE_PG=$(podman image inspect --format '{{.Id}}' localhost/storhd-postgres)" \
+    localhost/storhd-trial run --scenarios=rpc-hit,doc-get --trials=1 --warmup=1 --duration=2 \
+    --records=100 --sample-ms=250 --fail-on-errors --api-cpus=0 --wrk-cpus="$(($(nproc) - 1))" \
+    >"$out/trial.log" 2>&1 || { tail -n 20 "$out/trial.log"; fail "the trial image's run"; }
+  /usr/bin/jsonschema -i "$out/results.json" bench/http/results.schema.json ||
+    fail "results.json from the container does not validate"
+  jq -e '.config.mode == "remote" and .environment.container and
+         (.environment.images.api | startswith("")) and ([.scenarios[].trials[].successful] | all(. > 0))' \
+    "$out/results.json" >/dev/null || fail "results.json: $(head -c 300 "$out/results.json")"
+  grep -E "req/s" "$out/trial.log"
+  echo "container smoke: passed (images built from the Dockerfile, storhd with PostgreSQL, HTTP, a trial from the trial image)"
+}
+
+case "${1:-smoke}" in
+build) build ;;
+smoke)
+  build
+  smoke
+  ;;
+trials)
+  shift
+  scripts/deps.sh docker-compose >/dev/null
+  build
+  sock=$state/docker.sock
+  podman system service --time=0 "unix://$sock" >"$state/service.log" 2>&1 &
+  service=$!
+  trap 'kill $service 2>/dev/null || true' EXIT
+  for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+  read -r api_cpus pg_cpus wrk_cpus < <(build/release/bench/storh-trial --print-cpus 2>/dev/null ||
+                                        echo "0 1 1")
+  DOCKER_HOST=unix://$sock COMPOSE=docker-compose SKIP_BUILD=1 API_CPUS=$api_cpus \
+    PG_CPUS=$pg_cpus WRK_CPUS=$wrk_cpus deploy/compose-trials.sh "$@"
+  ;;
+*)
+  echo "usage: scripts/container.sh [build|smoke|trials [storh-trial options]]" >&2
+  exit 2
+  ;;
+esac
