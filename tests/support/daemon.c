@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,12 +87,20 @@ int daemon_start(daemon_proc *d, const char *root, const char *const *extra)
         for (const char *const *x = extra; x && *x && n < 62; x++)
             argv[n++] = *x;
         argv[n] = NULL;
+        pid_t parent = getpid();
         d->pid = fork();
         if (d->pid == 0) {
+            /* a storhd outlives no test: killed when the test dies, and not
+             * holding ctest's output pipe open meanwhile */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent)
+                _exit(127);
             const char *log = getenv("STORHD_TEST_LOG");
             int fd = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
-            if (fd >= 0)
+            if (fd >= 0) {
+                dup2(fd, STDOUT_FILENO);
                 dup2(fd, STDERR_FILENO);
+            }
             execvp(argv[0], (char *const *)argv);
             _exit(127);
         }

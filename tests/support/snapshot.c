@@ -63,7 +63,8 @@ char *snapshot_tree(const char *root)
 {
     lines l = {0};
     walk(root, "", &l);
-    qsort(l.v, l.n, sizeof *l.v, cmp);
+    if (l.n) /* an empty tree has no array to sort (qsort(NULL, 0) is undefined) */
+        qsort(l.v, l.n, sizeof *l.v, cmp);
     buf out = BUF_INIT;
     buf_appends(&out, "");
     for (size_t i = 0; i < l.n; i++) {
