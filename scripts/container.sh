@@ -116,12 +116,12 @@ smoke() {
   podman volume create "$run-keys" >/dev/null
   podman run --rm -v "$run-keys:/keys" localhost/storhd-trial keys /keys >/dev/null
   podman run -d --name "$run-pg" --network "$run" --network-alias postgres \
-    -v "$run-keys:/keys:ro" localhost/storhd-postgres >/dev/null
+    -v "$run-keys:/keys:ro" localhost/storhd-postgres >/dev/null 2>>"$state/podman.log"
   podman run -d --name "$run-api" --network "$run" --init --cpuset-cpus=0 \
     -p "127.0.0.1:$port:8080" -v "$run-keys:/keys:ro" \
     -e STORHD_JWT_PUBLIC_KEY=/keys/jwt.pub -e STORHD_RPC_FUNCTIONS=page \
     -e "STORHD_RPC_CONNINFO=host=postgres dbname=storhd user=storhd passfile=/keys/pgpass" \
-    localhost/storhd >/dev/null
+    localhost/storhd >/dev/null 2>>"$state/podman.log" # podman: "no systemd" noise
   local i
   for i in $(seq 120); do # up, and PostgreSQL reachable (its first start loads the fixture)
     curl -fs -o /dev/null "$base/readyz" && break
