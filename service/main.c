@@ -63,6 +63,16 @@ static void render_engines(buf *out, void *ctx)
 
 int main(int argc, char **argv)
 {
+    /* SIGINT and SIGTERM are taken by sigwait at the end of main, so every
+     * thread must block them: block them before the first thread exists
+     * (threads inherit the mask). Else the kernel may hand SIGTERM to a
+     * worker, whose default action ends the process without shutting down. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
     service svc = {0};
     int rc = config_load(&svc.cfg, argc, argv);
     if (rc != 0) {
@@ -126,13 +136,6 @@ int main(int argc, char **argv)
         h_mirror_teardown(&svc);
         return 2;
     }
-    /* signals are taken by sigwait below; worker threads inherit the mask */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
 
     http_server *srv;
     char msg[256];
