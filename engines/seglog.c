@@ -747,7 +747,7 @@ static int roll(seglog *s, storh_err *err)
     }
     /* flushed above, with the mutex held since: this only switches */
     if ((rc = gcommit_switch(&s->gc, fd, 0, err)) != 0)
-        return rc; /* poisoned: the store refuses writes until reopened */
+        return rc; /* poisoned: the store refuses writes until storhd restarts */
     s->active_fd = fd;
     s->need_lf = false;
     estats_add(ESTAT_LOG_ROLL, 1);

@@ -51,50 +51,16 @@ static int write_body(const scenario *sc, const scenario_ctx *ctx, scenario_plan
     return rc;
 }
 
-static int prep_post(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p,
-                     const char *path, const char *req, char *msg, size_t cap)
-{
-    plan_init(sc, ctx, p);
-    char line[256];
-    snprintf(line, sizeof line, "%s\n", path);
-    if (write_text(p->paths, line, msg, cap))
-        return -1;
-    return write_body(sc, ctx, p, req, msg, cap);
-}
-
-/* Every request new to the response cache: "{u}" differs per request. */
-static int prep_rpc_miss(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p, char *msg,
-                         size_t cap)
-{
-    return prep_post(sc, ctx, p, "/rpc/page", "{u}", msg, cap);
-}
-
-/* One argument set per token: after the first round every call is a hit. */
-static int prep_rpc_hit(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p, char *msg,
-                        size_t cap)
-{
-    return prep_post(sc, ctx, p, "/rpc/page", "{k}", msg, cap);
-}
-
-static int prep_log_post(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p, char *msg,
-                         size_t cap)
-{
-    return prep_post(sc, ctx, p, "/v1/logs/trial", "event", msg, cap);
-}
-
-static int prep_doc_post(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p, char *msg,
-                         size_t cap)
-{
-    return prep_post(sc, ctx, p, "/v1/docs/trial", "record", msg, cap);
-}
-
-/* A worker's loop on the queue "trial": enqueue, claim, complete. */
+/* A worker's loop on the queue "trial" (trial.lua): enqueue, claim, complete. */
 static int prep_queue_cycle(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p,
                             char *msg, size_t cap)
 {
-    int rc = prep_post(sc, ctx, p, "/v1/queues/trial/jobs", "job", msg, cap);
+    (void)sc;
+    (void)ctx;
+    (void)msg;
+    (void)cap;
     p->wrk.queue = "trial";
-    return rc;
+    return 0;
 }
 
 static const char *auth_header(const scenario_ctx *ctx, char *out, size_t cap)
@@ -110,7 +76,6 @@ static const char *auth_header(const scenario_ctx *ctx, char *out, size_t cap)
 static int prep_doc_get(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p, char *msg,
                         size_t cap)
 {
-    plan_init(sc, ctx, p);
     char hdr[8192], path[64];
     const char *auth = auth_header(ctx, hdr, sizeof hdr);
     json_t *ids = json_array();
@@ -170,25 +135,39 @@ static const scenario table[] = {
     {"rpc-miss", "page RPC, cache miss", "POST", "/rpc/{function}",
      "POST /rpc/page with a 1 KiB JSON argument that no earlier request sent, so every call "
      "goes to PostgreSQL (page() returns 100 rows of the token's tenant)",
-     true, prep_rpc_miss},
+     true, "/rpc/page", "{u}", NULL},
     {"rpc-hit", "page RPC, cache hit", "POST", "/rpc/{function}",
      "POST /rpc/page with one 1 KiB argument per token (10 argument sets), so after the first "
      "round every call is served from the response cache",
-     true, prep_rpc_hit},
+     true, "/rpc/page", "{k}", NULL},
     {"doc-get", "DocStore read", "GET", "/v1/docs/{collection}/{id}",
      "GET /v1/docs/trial/{id} over the stored records in turn (STAT-validated record cache)", false,
-     prep_doc_get},
+     NULL, NULL, prep_doc_get},
     {"log-post", "log append", "POST", "/v1/logs/{stream}",
      "POST /v1/logs/trial with a 1 KiB JSON record, acknowledged after fsync (group commit)", false,
-     prep_log_post},
+     "/v1/logs/trial", "event", NULL},
     {"doc-post", "DocStore create", "POST", "/v1/docs/{collection}",
      "POST /v1/docs/trial with a 1 KiB JSON record: one file, its fsync and the directory's", false,
-     prep_doc_post},
+     "/v1/docs/trial", "record", NULL},
     {"queue-cycle", "queue worker loop", "POST", "/v1/queues/{queue}/*",
      "A worker's loop on /v1/queues/trial: enqueue a 1 KiB job, claim one, complete what was "
      "claimed (keep_done=false); every event fsynced (group commit); the depth stays bounded",
-     false, prep_queue_cycle},
+     false, "/v1/queues/trial/jobs", "job", prep_queue_cycle},
 };
+
+int scenario_prepare(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p, char *msg,
+                     size_t cap)
+{
+    plan_init(sc, ctx, p);
+    if (sc->path) {
+        char line[256];
+        snprintf(line, sizeof line, "%s\n", sc->path);
+        if (write_text(p->paths, line, msg, cap) != 0 ||
+            write_body(sc, ctx, p, sc->req, msg, cap) != 0)
+            return -1;
+    }
+    return sc->prepare ? sc->prepare(sc, ctx, p, msg, cap) : 0;
+}
 
 const scenario *scenario_find(const char *name)
 {

@@ -36,11 +36,18 @@ typedef struct scenario {
     const char *route;  /* the route pattern, as /metrics labels it */
     const char *what;   /* the workload in a sentence */
     bool rpc;           /* needs the page RPC (PostgreSQL) */
+    /* POST scenarios: the path, and the body's "req": "{u}" (new for every
+     * request), "{k}" (one per token) or a fixed word */
+    const char *path, *req;
+    /* more set-up (stored records, a worker loop), or NULL */
     int (*prepare)(const struct scenario *sc, const scenario_ctx *ctx, scenario_plan *plan,
                    char *msg, size_t cap);
 } scenario;
 
 const scenario *scenario_find(const char *name);
+/* Writes sc's plan: its path and 1 KiB body template, then its own set-up. */
+int scenario_prepare(const scenario *sc, const scenario_ctx *ctx, scenario_plan *plan, char *msg,
+                     size_t cap);
 /* Every scenario, for --help. */
 const scenario *scenario_all(size_t *n);
 

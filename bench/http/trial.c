@@ -449,7 +449,7 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
                         .salt = (unsigned long)(o->seed % 1000000) * 100 + (unsigned long)order,
                         .records = o->records};
     scenario_plan plan;
-    int rc = sc->prepare(sc, &ctx, &plan, msg, cap);
+    int rc = scenario_prepare(sc, &ctx, &plan, msg, cap);
     char wrk_out[PATH_MAX], wrk_log[PATH_MAX];
     snprintf(wrk_out, sizeof wrk_out, "%s/wrk-%d.json", st->work, order);
     snprintf(wrk_log, sizeof wrk_log, "%s/wrk-%d.log", st->work, order);

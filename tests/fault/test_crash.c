@@ -105,17 +105,9 @@ static bool ids_has(const ids *v, const char *id)
     return v->n && bsearch(id, v->id, v->n, sizeof *v->id, cmp_id) != NULL;
 }
 
-/* One request; the status, or 0 when the server did not answer. */
 static long call(const char *method, const char *path, const char *body, json_t **out)
 {
-    client_resp r;
-    int rc = client_do(d.base, method, path, body ? "application/json" : NULL, body,
-                       body ? strlen(body) : 0, NULL, 0, &r);
-    long status = rc == 0 ? r.status : 0;
-    if (out)
-        *out = status ? json_loadb(r.body, r.len, 0, NULL) : NULL;
-    client_free(&r);
-    return status;
+    return client_json(d.base, method, path, body, out);
 }
 
 static void body_of(char *out, size_t cap, int w, long n)

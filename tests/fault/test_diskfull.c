@@ -115,15 +115,17 @@ static int grow(void)
 
 static long call(const char *method, const char *path, const char *body, json_t **out)
 {
-    client_resp r;
-    int rc = client_do(d.base, method, path, body ? "application/json" : NULL, body,
-                       body ? strlen(body) : 0, NULL, 0, &r);
-    long st = rc == 0 ? r.status : 0;
+    json_t *reply = NULL;
+    long st = client_json(d.base, method, path, body, &reply);
+    if (st >= 500 && st != 507) {
+        char *text = json_dumps(reply, JSON_COMPACT);
+        fprintf(stderr, "%s %s -> %ld %s\n", method, path, st, text ? text : "");
+        free(text);
+    }
     if (out)
-        *out = st ? json_loadb(r.body, r.len, 0, NULL) : NULL;
-    if (st >= 500 && st != 507)
-        fprintf(stderr, "%s %s -> %ld %s\n", method, path, st, r.body);
-    client_free(&r);
+        *out = reply;
+    else
+        json_decref(reply);
     return st;
 }
 

@@ -128,10 +128,8 @@ static void build(const char *pattern, const char *which, const char *bad, const
 
 TEST(bad_names_and_ids_in_every_route)
 {
-    client_resp r;
-    client_do(d.base, "GET", "/openapi.json", NULL, NULL, 0, NULL, 0, &r);
-    json_t *api = json_loadb(r.body, r.len, 0, NULL);
-    client_free(&r);
+    json_t *api = NULL;
+    client_json(d.base, "GET", "/openapi.json", NULL, &api);
     char good_id[UUID7_LEN + 1];
     uuid7_generate(good_id, -1, NULL);
     char *before = snapshot_tree(d.root);
@@ -207,10 +205,8 @@ static const char *other_scope(const char *scope)
 
 TEST(every_v1_route_checks_its_scope)
 {
-    client_resp r;
-    client_do(d.base, "GET", "/openapi.json", NULL, NULL, 0, NULL, 0, &r);
-    json_t *api = json_loadb(r.body, r.len, 0, NULL);
-    client_free(&r);
+    json_t *api = NULL;
+    client_json(d.base, "GET", "/openapi.json", NULL, &api);
     char id[UUID7_LEN + 1];
     uuid7_generate(id, -1, NULL);
     char *none = mint("");

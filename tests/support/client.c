@@ -103,6 +103,19 @@ int client_do(const char *base, const char *method, const char *path, const char
     return rc == CURLE_OK ? 0 : -(int)rc;
 }
 
+long client_json(const char *base, const char *method, const char *path, const char *body,
+                 json_t **out)
+{
+    client_resp r;
+    int rc = client_do(base, method, path, body ? "application/json" : NULL, body,
+                       body ? strlen(body) : 0, NULL, 0, &r);
+    long status = rc == 0 ? r.status : 0;
+    if (out)
+        *out = status ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+    client_free(&r);
+    return status;
+}
+
 const char *client_header(const client_resp *r, const char *name, char *out, size_t cap)
 {
     size_t n = strlen(name);

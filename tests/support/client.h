@@ -3,6 +3,7 @@
 #ifndef STORHD_TEST_CLIENT_H
 #define STORHD_TEST_CLIENT_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 typedef struct client_resp {
@@ -18,6 +19,11 @@ typedef struct client_resp {
 int client_do(const char *base, const char *method, const char *path, const char *ctype,
               const char *body, size_t len, const char *extra_header, size_t chunk,
               client_resp *out);
+/* A JSON request: body (NULL for none) sent as application/json. Returns the
+ * status, 0 when the server did not answer; with out, the reply decoded
+ * (new reference, NULL when it is not JSON). */
+long client_json(const char *base, const char *method, const char *path, const char *body,
+                 json_t **out);
 /* The value of a response header (copied into out), or NULL. */
 const char *client_header(const client_resp *r, const char *name, char *out, size_t cap);
 void client_free(client_resp *r);
