@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what the tests need, builds, and runs every test under ctest
-# twice: a normal build, then an AddressSanitizer + UndefinedBehaviorSanitizer
-# build. Then the short forms of the hardening suites (fuzzing, the load
-# suite, valgrind memcheck of the whole test suite; scripts/hardening.sh runs
-# their full forms). Tests start every server they use themselves.
+# Installs what the tests need and builds; runs the short forms of the
+# hardening suites (fuzzing, the load suite, valgrind memcheck of the whole
+# test suite; scripts/hardening.sh runs their full forms) and the container
+# smoke test; then every test under ctest twice: a normal build, then an
+# AddressSanitizer + UndefinedBehaviorSanitizer build, whose summary closes
+# the output. Tests start every server they use themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh clang-format cppcheck wrk python3-jsonschema jq valgrind e2fsprogs
@@ -28,6 +29,18 @@ echo "== a private PostgreSQL cluster for the tests"
 echo "== bench ci (medians of 3 runs at 1k, gated against bench/baselines/ci-1k-all.json)"
 bench/bench.sh ci 2>/dev/null
 
+echo "== fuzzing, short: 10 s per libFuzzer target (scripts/hardening.sh fuzz: 300 s)"
+FUZZ_SECONDS=10 scripts/fuzz.sh
+
+echo "== load, short: every main route at saturation for 5 s, 10,000 JWTs (full: 60 s)"
+bench/http/load.sh --short
+
+echo "== container: the Dockerfile built with podman, storhd with PostgreSQL smoke-tested over HTTP"
+scripts/container.sh
+
+echo "== valgrind memcheck of the test suite (and of every storhd it starts)"
+scripts/memcheck.sh
+
 echo "== build and test (RelWithDebInfo)"
 cmake -S . -B build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/test -j"$jobs"
@@ -37,15 +50,3 @@ echo "== build and test (ASan + UBSan)"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSTORHD_ASAN=ON -DSTORHD_UBSAN=ON >/dev/null
 cmake --build build/asan -j"$jobs"
 (cd build/asan && ctest --output-on-failure -j"$jobs")
-
-echo "== fuzzing, short: 10 s per libFuzzer target (scripts/hardening.sh fuzz: 300 s)"
-FUZZ_SECONDS=10 scripts/fuzz.sh
-
-echo "== load, short: every main route at saturation for 5 s, 10,000 JWTs (full: 60 s)"
-bench/http/load.sh --short
-
-echo "== valgrind memcheck of the test suite (and of every storhd it starts)"
-scripts/memcheck.sh
-
-echo "== container: the Dockerfile built with podman, storhd with PostgreSQL smoke-tested over HTTP"
-scripts/container.sh
