@@ -83,13 +83,11 @@ void gcommit_poison(gcommit *g, int errnum)
 
 int gcommit_flush(gcommit *g, storh_err *err)
 {
-    if (g->poisoned)
-        return poisoned(g, err);
-    if (g->synced >= g->written)
-        return 0;
+    int rc = gcommit_check(g, err);
+    if (rc || g->synced >= g->written)
+        return rc;
     if (fsync(g->fd) != 0) {
-        g->poisoned = errno;
-        pthread_cond_broadcast(&g->cv);
+        gcommit_poison(g, errno);
         return poisoned(g, err);
     }
     estats_add(ESTAT_FSYNC_FILE, 1);

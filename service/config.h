@@ -14,7 +14,7 @@ typedef struct config {
     int listen_port;
     char *config_file;
     size_t max_body;      /* bytes; larger JSON bodies and NDJSON lines get 413 */
-    int threads;          /* HTTP worker threads (each with its own epoll) */
+    int threads;          /* HTTP event loops (each an epoll thread) */
     int conn_timeout;     /* seconds a connection may stay idle */
     unsigned max_conns;   /* concurrent connections */
     int max_conns_per_ip; /* from one client address; 0: no limit */

@@ -14,6 +14,7 @@
 # Results: build/http-load/{routes,jwt}/results.json and index.html.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+given="$*"
 duration=60 warmup=5 form=full
 if [ "${1:-}" = --short ]; then
   duration=5 warmup=1 form=short
@@ -26,7 +27,7 @@ common=(--pg="$conn" --jwt-key="$keys/jwt.key" --jwt-pub="$keys/jwt.pub"
 out=build/http-load
 "$trial" "${common[@]}" --scenarios=doc-get,doc-post,log-post,queue-cycle,rpc-hit,rpc-miss \
   --api-arg=--rpc-cache-bytes=4194304 --api-arg=--cache-bytes=8388608 \
-  --out="$out/routes" --command="bench/http/load.sh${1:+ $1}" "$@"
+  --out="$out/routes" --command="bench/http/load.sh${given:+ $given}" "$@"
 jq -r --argjson log_bytes 512 '
   .scenarios[] | .trials[0] as $t | ($t.series | map(.rss_mib)) as $r | ($r | length) as $n
   | (if $n >= 4 then ($r[($n/4|floor):($n/2|floor)] | add / length) else $r[0] end) as $mid
@@ -43,7 +44,7 @@ jwt_bound=262144
   --api-arg=--jwt-cache-entries=100000 --api-arg=--jwt-cache-bytes=$jwt_bound \
   --watch='storhd_cache_bytes{cache="jwt"}' --watch='storhd_cache_entries{cache="jwt"}' \
   --watch='storhd_cache_total{cache="jwt",event="eviction"}' \
-  --out="$out/jwt" --command="bench/http/load.sh${1:+ $1}"
+  --out="$out/jwt" --command="bench/http/load.sh${given:+ $given}"
 jq -r --argjson bound $jwt_bound '.scenarios[0].trials[0] as $t | $t.api.watch_max as $m
   | "jwt \($t.successful) requests, 10000 tokens: bytes max \($m["storhd_cache_bytes{cache=\"jwt\"}"]) of \($bound), entries max \($m["storhd_cache_entries{cache=\"jwt\"}"]), evictions \($m["storhd_cache_total{cache=\"jwt\",event=\"eviction\"}"]) \(if $m["storhd_cache_bytes{cache=\"jwt\"}"] <= $bound and $m["storhd_cache_total{cache=\"jwt\",event=\"eviction\"}"] > 0 then "ok" else "FAIL" end)"' \
   "$out/jwt/results.json" | tee "$out/jwt/bound.txt"

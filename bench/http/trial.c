@@ -9,19 +9,16 @@
  * /readyz -> prepare the scenario (plan files, records) -> warm-up run ->
  * sample, measured run, sample -> stop storhd. In remote mode (--target) the
  * API is already running (a container) and is not restarted. */
-#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
-#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -329,20 +326,6 @@ static unsigned long long next_rand(unsigned long long *s)
     return z ^ (z >> 31);
 }
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &l) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 static void iso_now(char *out, size_t cap)
 {
     time_t t = time(NULL);
@@ -423,7 +406,7 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
     if (o->target) {
         snprintf(base, sizeof base, "%s", o->target);
     } else {
-        int port = free_port();
+        int port = client_free_port();
         snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
         snprintf(base, sizeof base, "http://%s", listen);
         snprintf(log, sizeof log, "%s/storhd-%d.log", st->work, order);

@@ -1,10 +1,14 @@
 #include "client.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 typedef struct sink {
     char *p;
@@ -101,6 +105,20 @@ int client_do(const char *base, const char *method, const char *path, const char
     curl_easy_cleanup(c);
     free(url);
     return rc == CURLE_OK ? 0 : -(int)rc;
+}
+
+int client_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
 }
 
 long client_json(const char *base, const char *method, const char *path, const char *body,

@@ -1,4 +1,5 @@
-/* client: a small libcurl HTTP client for integration tests. A response
+/* client: a small libcurl HTTP client for integration tests and the trial
+ * runner, and a free loopback port for the server they start. A response
  * owns its body and headers; client_free releases them. */
 #ifndef STORHD_TEST_CLIENT_H
 #define STORHD_TEST_CLIENT_H
@@ -24,6 +25,8 @@ int client_do(const char *base, const char *method, const char *path, const char
  * (new reference, NULL when it is not JSON). */
 long client_json(const char *base, const char *method, const char *path, const char *body,
                  json_t **out);
+/* A loopback TCP port free right now (for a server under test), or -1. */
+int client_free_port(void);
 /* The value of a response header (copied into out), or NULL. */
 const char *client_header(const client_resp *r, const char *name, char *out, size_t cap);
 void client_free(client_resp *r);

@@ -1,37 +1,20 @@
 #include "daemon.h"
 
-#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../tmpdir.h"
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &l) != 0) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    close(fd);
-    return ntohs(a.sin_port);
-}
+#include "client.h"
 
 static size_t discard(char *p, size_t s, size_t n, void *u)
 {
@@ -74,7 +57,7 @@ int daemon_start(daemon_proc *d, const char *root, const char *const *extra)
         argv[nw++] = t;
     int tries = nw ? 1200 : 200; /* 50 ms each: 60 s under a wrapper, else 10 s */
     for (int attempt = 0; attempt < 5; attempt++) {
-        d->port = free_port();
+        d->port = client_free_port();
         snprintf(d->base, sizeof d->base, "http://127.0.0.1:%d", d->port);
         char listen[64];
         snprintf(listen, sizeof listen, "127.0.0.1:%d", d->port);
