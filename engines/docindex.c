@@ -614,6 +614,11 @@ static void rset_apply_line(rset *s, const json_t *line)
     }
 }
 
+/* Applies every line of a range file. A last line without its LF is being
+ * appended right now (by this process or another one: appends are not
+ * atomic for readers) or was torn by a crash, so it does not exist yet;
+ * writers complete or cut such a tail before they append (tail_repair).
+ * Strings may hold U+0000 (written as \u0000). */
 static int rset_read_file(rset *s, const char *path, storh_err *err)
 {
     buf b = BUF_INIT;
@@ -624,9 +629,11 @@ static int rset_read_file(rset *s, const char *path, storh_err *err)
     }
     for (size_t pos = 0; !rc && pos < b.len;) {
         const char *nl = memchr(b.data + pos, '\n', b.len - pos);
-        size_t end = nl ? (size_t)(nl - b.data) : b.len;
+        if (!nl)
+            break;
+        size_t end = (size_t)(nl - b.data);
         if (end > pos) {
-            json_t *line = json_loadb(b.data + pos, end - pos, 0, NULL);
+            json_t *line = json_loadb(b.data + pos, end - pos, JSON_ALLOW_NUL, NULL);
             if (!json_is_object(line) || !json_is_string(json_object_get(line, "key")))
                 rc = storh_err_set(err, STORH_ECORRUPT, "Malformed range index line: %s", path);
             else
@@ -669,6 +676,39 @@ static void range_line(buf *out, const char *rk, const json_t *value, const char
     json_decref(o);
 }
 
+/* Under the write lock, a delta that does not end with LF holds the torn
+ * tail of a writer that died mid-append (readers ignore it). Appending after
+ * it would glue it to the new line and make both unreadable: a tail that is
+ * a whole line only lacks its LF (*lf tells to write one first); anything
+ * else is cut off (it was never acknowledged). */
+static int tail_repair(int fd, const char *path, bool *lf, storh_err *err)
+{
+    *lf = false;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return storh_err_sys(err, errno, "Could not stat %s", path);
+    char last;
+    if (st.st_size == 0 || (pread(fd, &last, 1, st.st_size - 1) == 1 && last == '\n'))
+        return 0;
+    buf b = BUF_INIT;
+    int rc = fsx_read_all(path, &b, err);
+    if (rc) {
+        buf_free(&b);
+        return rc;
+    }
+    size_t start = b.len;
+    while (start > 0 && b.data[start - 1] != '\n')
+        start--;
+    json_t *line = json_loadb(b.data + start, b.len - start, JSON_ALLOW_NUL, NULL);
+    if (json_is_object(line) && json_is_string(json_object_get(line, "key")))
+        *lf = true;
+    else if (ftruncate(fd, (off_t)start) != 0 || fsync(fd) != 0)
+        rc = storh_err_sys(err, errno, "Could not cut the torn tail of %s", path);
+    json_decref(line);
+    buf_free(&b);
+    return rc;
+}
+
 static int append_synced(const char *path, const char *data, size_t len, storh_err *err)
 {
     char dir[PATH_MAX];
@@ -676,9 +716,19 @@ static int append_synced(const char *path, const char *data, size_t len, storh_e
     int rc = fsx_mkdirs(dir, true, err);
     if (rc)
         return rc;
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         return storh_err_sys(err, errno, "Could not open storage file for appending: %s", path);
+    bool lf;
+    if ((rc = tail_repair(fd, path, &lf, err))) {
+        close(fd);
+        return rc;
+    }
+    if (lf && write(fd, "\n", 1) != 1) {
+        int e = errno;
+        close(fd);
+        return storh_err_sys(err, e, "Could not write storage file: %s", path);
+    }
     ssize_t w = write(fd, data, len);
     if (w != (ssize_t)len || fsync(fd) != 0) {
         int e = w < 0 ? errno : (w != (ssize_t)len ? ENOSPC : errno);
@@ -801,39 +851,15 @@ bool docindex_serves(const docindex *ix, const qcond *c)
     const idxdef *d = docindex_def(ix, c->field);
     if (!d)
         return false;
-    if (c->op == QOP_EQ || c->op == QOP_IN)
+    if (c->op == QOP_EQ)
+        return docindex_indexable(c->value);
+    if (c->op == QOP_IN) { /* arrays and objects have no entries: a scan finds them */
+        size_t i;
+        json_t *e;
+        json_array_foreach(c->value, i, e) if (!docindex_indexable(e)) return false;
         return true;
+    }
     return d->range && range_op(c->op);
-}
-
-/* Key window [lo, hi] (inclusive, byte order) of a range condition. */
-static void window(const qcond *c, buf *lo, buf *hi)
-{
-    const json_t *a = c->op == QOP_BETWEEN ? json_array_get(c->value, 0) : c->value;
-    const json_t *b = c->op == QOP_BETWEEN ? json_array_get(c->value, 1) : c->value;
-    if (c->op == QOP_PREFIX) {
-        buf_appends(lo, "s-");
-        hex_append(lo, json_string_value(a), json_string_length(a));
-        buf_append(hi, lo->data, lo->len);
-        buf_appendc(hi, '\x7f'); /* every key that starts with lo */
-        return;
-    }
-    buf ka = BUF_INIT, kb = BUF_INIT;
-    docindex_range_key(a, &ka);
-    docindex_range_key(b, &kb);
-    if (c->op == QOP_GT || c->op == QOP_GTE || c->op == QOP_BETWEEN) {
-        buf_append(lo, ka.data, ka.len);
-    } else {
-        buf_append(lo, kb.data, 2); /* the type prefix, e.g. "n-" */
-    }
-    if (c->op == QOP_LT || c->op == QOP_LTE || c->op == QOP_BETWEEN) {
-        buf_append(hi, kb.data, kb.len);
-    } else {
-        buf_append(hi, ka.data, 2);
-        buf_appendc(hi, '\x7f');
-    }
-    buf_free(&ka);
-    buf_free(&kb);
 }
 
 static int range_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *err)
@@ -863,15 +889,15 @@ static int range_candidates(docindex *ix, const qcond *c, json_t **ids, storh_er
             buf_free(&rk);
         }
     } else {
-        buf lo = BUF_INIT, hi = BUF_INIT;
-        window(c, &lo, &hi);
+        /* The range key orders only part of the values (negative numbers sort
+         * after positive ones, floats tie at 6 decimals, types sort apart
+         * from compare()'s cross-type order), so no key window is exact:
+         * each entry's own value decides, as in a scan. */
         while (idmap_next(&s.ids, &pos, &k, &v)) {
             rentry *e = v;
-            if (strcmp(e->rk, lo.data) >= 0 && strcmp(e->rk, hi.data) <= 0)
+            if (query_cond_value(c, e->value))
                 json_array_append_new(out, json_stringn(k, IDMAP_KEY));
         }
-        buf_free(&lo);
-        buf_free(&hi);
     }
     rset_free(&s);
     docindex_sort_ids(out);
@@ -1357,7 +1383,7 @@ int docindex_verify_against(docindex_build *b, json_t *errors, storh_err *err)
             for (size_t k = 0; k < b->nrange[i]; k++) {
                 const char *line = b->range[i][k].sort;
                 const char *t1 = strchr(line, '\t'), *t2 = strchr(t1 + 1, '\t');
-                json_t *lj = json_loads(t2 + 1, 0, NULL);
+                json_t *lj = json_loads(t2 + 1, JSON_ALLOW_NUL, NULL);
                 const char *id = json_string_value(json_array_get(json_object_get(lj, "ids"), 0));
                 char ident[600];
                 snprintf(ident, sizeof ident, "%s %.*s %.*s", d->field, (int)(t1 - line), line,

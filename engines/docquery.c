@@ -137,6 +137,8 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
         long long n;
         bool served;
         rc = docindex_count(&ds->ix, &q->groups[0].c[0], &n, &served, err);
+        if (rc == STORH_ECORRUPT)
+            rc = 0; /* counted below from candidates or a scan */
         if (!rc && served) {
             pthread_rwlock_unlock(&ds->ixlock);
             if (q->limit && n > (long long)q->limit)
@@ -160,8 +162,14 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
                 }
             }
         }
-        if (q->ngroups > 1)
+        if (!rc && q->ngroups > 1)
             docindex_sort_ids(cand);
+        if (rc ==
+            STORH_ECORRUPT) { /* a damaged index file: the records decide (verify reports it) */
+            json_decref(cand);
+            cand = NULL;
+            rc = 0;
+        }
     }
     pthread_rwlock_unlock(&ds->ixlock);
     if (rc) {

@@ -54,6 +54,29 @@ static int cmp_bytes(const char *a, size_t al, const char *b, size_t bl)
     return al < bl ? -1 : al > bl;
 }
 
+/* The rank of a scalar's type in the byte order of the first character of
+ * its encoding ('"' < digits and '-' < 'f' < 'n' < 't'), which is what the
+ * pretty-encoding comparison below decides for two scalars of different
+ * types; -1 for arrays and objects. */
+static int scalar_rank(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        return 0;
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return 1;
+    case JSON_FALSE:
+        return 2;
+    case JSON_NULL:
+        return 3;
+    case JSON_TRUE:
+        return 4;
+    default:
+        return -1;
+    }
+}
+
 int query_compare(const json_t *a, const json_t *b)
 {
     static json_t *null_value;
@@ -79,6 +102,9 @@ int query_compare(const json_t *a, const json_t *b)
         return (int)json_is_true(a) - (int)json_is_true(b);
     if (json_is_null(a) && json_is_null(b))
         return 0;
+    int ra = scalar_rank(a), rb = scalar_rank(b);
+    if (ra >= 0 && rb >= 0) /* different scalar types: decided by their first byte */
+        return ra < rb ? -1 : ra > rb;
     /* mixed types: compare the pretty encodings of {"value": x} */
     buf x = BUF_INIT, y = BUF_INIT;
     json_t *wa = json_pack("{sO}", "value", a), *wb = json_pack("{sO}", "value", b);
@@ -92,19 +118,10 @@ int query_compare(const json_t *a, const json_t *b)
     return c;
 }
 
-static bool cond_true(const qcond *c, const char *id, const json_t *data)
+/* c on the value v of its field, NULL when the field is missing. */
+static bool cond_value(const qcond *c, const json_t *v)
 {
-    json_t *idv = NULL;
-    const json_t *v;
-    bool exists;
-    if (id && !strcmp(c->field, "id")) {
-        idv = json_string(id);
-        v = idv;
-        exists = true;
-    } else {
-        v = json_is_object(data) ? json_object_get(data, c->field) : NULL;
-        exists = v != NULL;
-    }
+    bool exists = v != NULL;
     bool r = false;
     switch (c->op) {
     case QOP_EQ:
@@ -152,8 +169,23 @@ static bool cond_true(const qcond *c, const char *id, const json_t *data)
         break;
     }
     }
-    json_decref(idv);
     return r;
+}
+
+bool query_cond_value(const qcond *c, const json_t *v)
+{
+    return cond_value(c, v);
+}
+
+static bool cond_true(const qcond *c, const char *id, const json_t *data)
+{
+    if (id && !strcmp(c->field, "id")) {
+        json_t *idv = json_string(id);
+        bool r = cond_value(c, idv);
+        json_decref(idv);
+        return r;
+    }
+    return cond_value(c, json_is_object(data) ? json_object_get(data, c->field) : NULL);
 }
 
 bool query_match(const query *q, const char *id, const json_t *data)

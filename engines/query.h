@@ -69,6 +69,9 @@ const char *query_op_name(qop op);
 /* The record matches (id may be NULL for rows without one: then "id" is
  * looked up in data like any field). Cursor is not checked here. */
 bool query_match(const query *q, const char *id, const json_t *data);
+/* Whether condition c holds for the value v of its field (NULL: the field
+ * is missing), exactly as query_match decides it. */
+bool query_cond_value(const qcond *c, const json_t *v);
 /* storh's compare(a, b): only the sign matters. NULL means null. */
 int query_compare(const json_t *a, const json_t *b);
 /* PHP === on decoded values. */
