@@ -145,7 +145,38 @@ TEST(stable_sort_and_desc_ties)
     json_decref(rows);
 }
 
+/* compare() across types, as storh's (checked by hand against
+ * Storh\QueryCondition::compare for every pair of 17 values): strings <
+ * numbers < lists and empty maps < false < null < true < non-empty maps. */
+TEST(cross_type_compare_order)
+{
+    json_t *v[] = {json_stringn("\0", 1),
+                   json_string("abc"),
+                   json_integer(-3),
+                   json_real(2.5),
+                   json_real(1e20),
+                   json_pack("[i]", 1),
+                   json_array(),
+                   json_false(),
+                   json_null(),
+                   json_true(),
+                   json_pack("{si}", "a", 1)};
+    size_t n = sizeof v / sizeof v[0];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            int c = query_compare(v[i], v[j]);
+            int want = i < j ? -1 : i > j;
+            if ((c > 0) - (c < 0) != want) {
+                fprintf(stderr, "compare(#%zu, #%zu) = %d\n", i, j, c);
+                test_failures++;
+            }
+        }
+    for (size_t i = 0; i < n; i++)
+        json_decref(v[i]);
+}
+
 static const test_case tests[] = {
+    {"cross_type_compare_order", cross_type_compare_order},
     {"equality_is_strict", equality_is_strict},
     {"ordering_operators_and_compare", ordering_operators_and_compare},
     {"exists_missing_prefix", exists_missing_prefix},
