@@ -6,7 +6,8 @@
  * search raw text for key orders and compact spellings.
  *
  * The caller holds the collection write lock around every mutation. Lookups
- * read the files as they are (atomic renames keep them whole). */
+ * read the files as they are: renames keep the others whole, and a delta
+ * line is read only once its LF is there (writers append concurrently). */
 #ifndef STORH_DOCINDEX_H
 #define STORH_DOCINDEX_H
 
@@ -67,9 +68,12 @@ int docindex_build_add(docindex_build *b, const char *id, const json_t *data, st
 int docindex_build_finish(docindex_build *b, storh_err *err);
 void docindex_build_abort(docindex_build *b);
 
-/* Candidate ids for a condition an index can serve (eq/in on any indexed
- * field; gt, gte, lt, lte, between, prefix on a range field): *ids a new
- * array of strings, sorted; false if no index serves c. */
+/* Candidate ids for a condition an index can serve (eq/in with scalar or
+ * null values on any indexed field; gt, gte, lt, lte, between, prefix on a
+ * range field): *ids a new array of strings, sorted; false if no index
+ * serves c. For a range field these are exactly the entries whose value
+ * satisfies c (query_cond_value). STORH_ECORRUPT: an index file that does
+ * not parse. */
 bool docindex_serves(const docindex *ix, const qcond *c);
 int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *err);
 /* count() of one eq/in condition on an equality field from the files'

@@ -170,8 +170,8 @@ TEST(negative_bounds)
 /* Issue 22 case 4: a string with U+0000 in a range-indexed field. */
 TEST(nul_in_range_field)
 {
-    define("nul", "{\"fields\":[{\"field\":\"r\",\"range\":true}]}");
-    client_resp r = req("POST", "/v1/docs/nul", "{\"r\":\"nul\\u0000byte\"}");
+    define("nul", "{\"fields\":[{\"field\":\"r\",\"range\":true},{\"field\":\"p\"}]}");
+    client_resp r = req("POST", "/v1/docs/nul", "{\"r\":\"nul\\u0000byte\",\"p\":\"a\\u0000\"}");
     CHECK_INT(r.status, 201);
     client_free(&r);
     r = req("POST", "/v1/docs/nul", "{\"r\":\"nul\"}");
@@ -182,6 +182,7 @@ TEST(nul_in_range_field)
         CHECK_INT(count_where("nul", cond("r", "gte", json_string("n"))), 2);
         CHECK_INT(count_where("nul", cond("r", "gt", json_string("nul"))), 1);
         CHECK_INT(count_where("nul", cond("r", "eq", json_stringn("nul\0byte", 8))), 1);
+        CHECK_INT(count_where("nul", cond("p", "eq", json_stringn("a\0", 2))), 1);
         r = req("GET", "/v1/docs/nul/_verify", NULL);
         CHECK_PREFIX(r.body, "{\"ok\":true,");
         client_free(&r);
