@@ -7,7 +7,7 @@
 # the output. Tests start every server they use themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh clang-format cppcheck wrk python3-jsonschema jq valgrind e2fsprogs
+scripts/deps.sh clang-format cppcheck wrk python3-jsonschema jq valgrind e2fsprogs prometheus
 jobs="$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

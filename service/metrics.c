@@ -345,7 +345,8 @@ static void render_caches(buf *out, service *svc)
                "storhd_pg_pool_total{event=\"wait\"} %llu\n"
                "storhd_pg_pool_total{event=\"error\"} %llu\n",
                rs.waits, rs.errors);
-    family(out, "storhd_rpc_calls_total", "counter", "Page RPC calls that reached PostgreSQL.");
+    family(out, "storhd_rpc_calls_total", "counter",
+           "Page RPC calls, response cache hits included.");
     buf_printf(out, "storhd_rpc_calls_total %llu\n", rs.calls);
     family(out, "storhd_rpc_seconds_total", "counter", "Time spent in page RPC calls.");
     buf_printf(out, "storhd_rpc_seconds_total %.6f\n", rs.seconds);
