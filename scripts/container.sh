@@ -245,7 +245,9 @@ replicas() {
   done
   rm -f "$state/served"
   [ "$seen" = "rpc1 rpc2 " ] || fail "the balancer does not reach both replicas: $seen"
-  echo "ok both replicas answer through HAProxy"
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "${auth[@]}" "$lb/v1/docs/x/_stats")" = 404 ] ||
+    fail "the balancer passes a route other than /rpc/"
+  echo "ok both replicas answer through HAProxy, which refuses routes other than /rpc/"
   # 4 clients x 150 calls; rpc1 is stopped (SIGTERM) 1.5 s in
   local out=$state/lb-run k
   rm -rf "$out"
@@ -273,8 +275,10 @@ replicas() {
   [ "$total" = 600 ] && [ "$ok" = 600 ] ||
     fail "calls through HAProxy with a replica stopped: $ok of $total answered 200: $(grep -v '^200 ' "$out/all" | sort | uniq -c | head)"
   [ "$by1" -gt 0 ] && [ "$by2" -gt "$by1" ] || fail "replica shares: rpc1 $by1, rpc2 $by2"
-  printf 'ok 600 calls through HAProxy in %.1f s, all 200 (rpc1 %s, rpc2 %s; rpc1 stopped 1.5 s in)\n' \
-    "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$by1" "$by2"
+  local retried
+  retried=$(podman logs "$run-lb" 2>&1 | grep -c 'retries=[1-9]' || true)
+  printf 'ok 600 calls through HAProxy in %.1f s, all 200 (rpc1 %s, rpc2 %s, %s retried; rpc1 stopped 1.5 s in)\n' \
+    "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$by1" "$by2" "$retried"
 }
 
 case "${1:-smoke}" in
