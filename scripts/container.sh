@@ -103,7 +103,7 @@ base=http://127.0.0.1:$port
 prom=http://127.0.0.1:$((port + 1))
 lb=http://127.0.0.1:$((port + 2))
 cleanup() {
-  podman rm -f -t 0 "$run-api" "$run-pg" "$run-prom" "$run-rpc1" "$run-rpc2" "$run-lb" \
+  podman rm -f -v -t 0 "$run-api" "$run-pg" "$run-prom" "$run-rpc1" "$run-rpc2" "$run-lb" \
     >/dev/null 2>&1 || true
   podman network rm -f "$run" >/dev/null 2>&1 || true
   podman volume rm -f "$run-keys" >/dev/null 2>&1 || true
