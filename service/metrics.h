@@ -1,10 +1,8 @@
-/* metrics: /metrics in one place. Requests are counted per route, status
- * and method with lock-free atomics in arrays sized at start, so recording a
- * request never allocates or locks. Every other subsystem (engines, group
- * commit, record cache, queues, long polls, auth, page RPC, mirrors) exposes
- * a snapshot struct; metrics_render reads them all at scrape time and prints
- * each family once (HELP, TYPE, then all its samples), as the exposition
- * format requires. */
+/* metrics: /metrics in one place. Requests are counted per route, status and
+ * method with lock-free atomics in arrays sized at start (no allocation or
+ * lock per request). Every other subsystem hands over a snapshot struct at
+ * scrape time, and metrics_render prints each family once: HELP, TYPE, then
+ * all its samples, as the exposition format requires. */
 #ifndef STORHD_METRICS_H
 #define STORHD_METRICS_H
 
