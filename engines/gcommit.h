@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "storh_err.h"
+#include "wstats.h"
 
 typedef struct gcommit {
     pthread_mutex_t *mu; /* the owner's mutex, held around every call */
@@ -33,8 +34,11 @@ typedef struct gcommit {
     uint64_t written; /* bytes written to fd in this gen */
     uint64_t synced;  /* bytes of this gen known durable */
     bool syncing;
-    int sync_fd;  /* the fd the leader is syncing, while syncing */
-    int poisoned; /* errno of a failed fsync, 0 if none */
+    int sync_fd;      /* the fd the leader is syncing, while syncing */
+    int poisoned;     /* errno of a failed fsync, 0 if none */
+    uint64_t pending; /* writes (tickets) since the last fsync began */
+    wstats_kind kind; /* for the batch sizes and the poisoned list */
+    char name[WSTATS_NAME_CAP];
 } gcommit;
 
 typedef struct gcommit_ticket {
@@ -43,6 +47,9 @@ typedef struct gcommit_ticket {
 
 void gcommit_init(gcommit *g, pthread_mutex_t *mu, int fd, uint64_t size);
 void gcommit_destroy(gcommit *g);
+/* Names the store for /metrics and /readyz (after init): its kind and its
+ * collection name. */
+void gcommit_label(gcommit *g, wstats_kind kind, const char *name);
 /* Records that fd now holds end bytes; the ticket covers them. */
 gcommit_ticket gcommit_written(gcommit *g, uint64_t end);
 /* Blocks until t is durable. 0, or a STORH_E* code with err set. */

@@ -418,9 +418,11 @@ int queue_open(const char *root, const char *name, bool create, queue **out, sto
         rc = fsx_fsync_dir(q->dir, err);
     if (!rc) {
         gcommit_init(&q->gc, &q->mu, q->fd, 0);
+        gcommit_label(&q->gc, WSTATS_QUEUE, name);
         rc = replay(q, err);
         gcommit_written(&q->gc, q->consumed);
         q->gc.synced = q->consumed;
+        q->gc.pending = 0; /* replayed, not written */
     }
     fsx_lock_release(&q->lock);
     if (rc) {
@@ -914,6 +916,7 @@ static int rewrite_without_bad(queue *q, size_t *quarantined, storh_err *err)
     rc = replay(q, err);
     gcommit_written(&q->gc, q->consumed);
     q->gc.synced = q->consumed;
+    q->gc.pending = 0;
     return rc;
 }
 

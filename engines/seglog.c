@@ -451,6 +451,8 @@ static int open_active(seglog *s, storh_err *err)
         }
     } else {
         gcommit_init(&s->gc, &s->mu, fd, active(s)->size);
+        const char *slash = strrchr(s->dir, '/');
+        gcommit_label(&s->gc, WSTATS_LOG, slash ? slash + 1 : s->dir);
     }
     s->active_fd = fd;
     return 0;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "estats.h"
 #include "sjson.h"
 #include "xxhash.h"
 
@@ -93,6 +94,7 @@ static int add_coll(mirror *m, const char *name, bool is_log, const json_t *sche
     c.name = strdup(name);
     c.table = strdup(table);
     c.is_log = is_log;
+    c.mark = 0;
     *one = c;
     m->c[m->n++] = one;
     return 0;
@@ -104,6 +106,7 @@ int mirror_new(const char *name, const json_t *cfg, mirror **out, storh_err *err
     if (!m)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     pthread_mutex_init(&m->mu, NULL);
+    m->last_push_ok = -1;
     const char *drv = json_string_value(json_object_get(cfg, "driver"));
     const char *prefix = json_string_value(json_object_get(cfg, "prefix"));
     const char *target = json_string_value(json_object_get(cfg, "path"));
@@ -560,11 +563,53 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static double epoch_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+unsigned long long mirror_writes(void)
+{
+    return (unsigned long long)(estats_get(ESTAT_DOC_PUT) + estats_get(ESTAT_DOC_DELETE) +
+                                estats_get(ESTAT_LOG_APPEND));
+}
+
+void mirror_snapshot(mirror *m, mirror_stats *out)
+{
+    unsigned long long now = mirror_writes();
+    pthread_mutex_lock(&m->mu);
+    unsigned long long oldest = now;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->c[i]->mark < oldest)
+            oldest = m->c[i]->mark;
+    if (m->n == 0)
+        oldest = 0; /* nothing pushed yet */
+    *out = (mirror_stats){m->rows_pushed,  m->pushes,       m->failures,     now - oldest,
+                          m->push_seconds, m->last_push_at, m->last_good_at, m->last_push_ok};
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* Under mu: records how the push of c ended. */
+static void push_outcome(mirror *m, const mirror_coll *c, bool ok, unsigned long long mark)
+{
+    m->last_push_ok = ok;
+    m->last_push_at = epoch_s();
+    if (!ok)
+        return;
+    m->last_good_at = m->last_push_at;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->c[i] == c)
+            m->c[i]->mark = mark;
+}
+
 /* Under mu: push in one transaction; any failure rolls it back. */
 static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src, json_t *totals,
                        storh_err *err)
 {
     double t0 = now_s();
+    unsigned long long mark = mirror_writes();
     int rc = connect_db(m, err);
     json_t *ddl = NULL;
     if (!rc)
@@ -574,8 +619,10 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
     json_decref(ddl);
     if (!rc)
         rc = mdriver_exec(m->db, "BEGIN", NULL, 0, err);
-    if (rc)
+    if (rc) {
+        push_outcome(m, c, false, mark);
         return settle(m, rc);
+    }
     push_ctx x = {m, c, json_object(), {BUF_INIT, 0}, BUF_INIT, json_array(), 0, 0, 0};
     insert_sql(m, c, &x.ins);
     buf_printf(&x.del, "DELETE FROM \"%s\" WHERE \"id\" = %s", c->table, is_pg(m) ? "$1" : "?");
@@ -603,6 +650,7 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         m->pushes++;
         m->push_seconds += now_s() - t0;
     }
+    push_outcome(m, c, rc == 0, mark);
     json_decref(x.rows);
     json_decref(x.pending);
     buf_free(&x.ins.sql);

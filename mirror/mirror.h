@@ -26,7 +26,8 @@ typedef struct mirror_coll {
     char *name;
     char *table;
     bool is_log;
-    schema sch; /* typed columns; may be empty */
+    schema sch;              /* typed columns; may be empty */
+    unsigned long long mark; /* mirror_writes() when its last good push began */
 } mirror_coll;
 
 typedef struct mirror_source {
@@ -48,7 +49,20 @@ typedef struct mirror {
     /* counters for /metrics */
     unsigned long long rows_pushed, pushes, failures;
     double push_seconds;
+    int last_push_ok;                  /* 1, 0, or -1 before the first push */
+    double last_push_at, last_good_at; /* epoch seconds, 0 = never */
 } mirror;
+
+/* What /metrics shows of a mirror, read under its mutex. lag is the record
+ * writes this process made (documents put or deleted, log appends) since the
+ * oldest of its collections' last successful push began: an estimate of
+ * what the mirror is missing (it also counts writes to collections that are
+ * not mirrored, and misses writes made by other processes). */
+typedef struct mirror_stats {
+    unsigned long long rows_pushed, pushes, failures, lag;
+    double push_seconds, last_push_at, last_good_at;
+    int last_push_ok;
+} mirror_stats;
 
 /* Builds a mirror from its config object:
  *   {"driver":"sqlite","path":"..."} or {"driver":"postgres","conninfo":"..."},
@@ -61,6 +75,9 @@ void mirror_free(mirror *m);
 const mirror_coll *mirror_find(mirror *m, const char *name, bool is_log, storh_err *err);
 /* A snapshot of the declared collections: {name: is_log, ...}. New ref. */
 json_t *mirror_collections(mirror *m);
+void mirror_snapshot(mirror *m, mirror_stats *out);
+/* The record writes of this process so far (the clock mirror lag counts in). */
+unsigned long long mirror_writes(void);
 /* The DDL install() runs (exposed for tests). */
 int mirror_ddl(const mirror *m, const mirror_coll *c, json_t **stmts, storh_err *err);
 

@@ -6,7 +6,11 @@
 # debian:bookworm-slim, which the Dockerfiles start FROM.
 #   scripts/container.sh               build the images, start PostgreSQL and
 #                                      storhd on a private network, smoke-test
-#                                      over HTTP, run a short trial (CI)
+#                                      over HTTP, check that Prometheus scrapes
+#                                      it and evaluates the rules, call the page
+#                                      RPC through HAProxy over two replicas
+#                                      (one stopped mid-run), run a short trial
+#                                      (CI)
 #   scripts/container.sh build         only build the images
 #   scripts/container.sh trials [storh-trial options]
 #                                      the trial suite with deploy/compose.yaml
@@ -16,7 +20,9 @@
 #                                      storh-trial does), results in
 #                                      build/container-trials/
 # The images: localhost/storhd (the service), localhost/storhd-trial (trial
-# runner and key maker), localhost/storhd-postgres (PostgreSQL + fixture).
+# runner and key maker), localhost/storhd-postgres (PostgreSQL + fixture),
+# localhost/storhd-prometheus and localhost/storhd-haproxy (Debian's
+# prometheus and haproxy with deploy/'s configs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh podman runc netavark aardvark-dns iptables catatonit debootstrap curl jq \
@@ -82,6 +88,10 @@ build() {
     >>"$state/build.log" 2>&1 || { tail -n 30 "$state/build.log"; return 1; }
   podman build --pull=never --format docker -t localhost/storhd-postgres deploy/postgres \
     >>"$state/build.log" 2>&1 || { tail -n 30 "$state/build.log"; return 1; }
+  podman build --pull=never --format docker -t localhost/storhd-prometheus deploy/prometheus \
+    >>"$state/build.log" 2>&1 || { tail -n 30 "$state/build.log"; return 1; }
+  podman build --pull=never --format docker -t localhost/storhd-haproxy deploy/haproxy \
+    >>"$state/build.log" 2>&1 || { tail -n 30 "$state/build.log"; return 1; }
   podman images --format '{{.Repository}}:{{.Tag}} {{.ID}} {{.Size}}' | grep storhd
 }
 
@@ -90,15 +100,20 @@ build() {
 run=smoke-$$
 port=$((20000 + RANDOM % 20000))
 base=http://127.0.0.1:$port
+prom=http://127.0.0.1:$((port + 1))
+lb=http://127.0.0.1:$((port + 2))
 cleanup() {
-  podman rm -f -t 0 "$run-api" "$run-pg" >/dev/null 2>&1 || true
+  podman rm -f -v -t 0 "$run-api" "$run-pg" "$run-prom" "$run-rpc1" "$run-rpc2" "$run-lb" \
+    >/dev/null 2>&1 || true
   podman network rm -f "$run" >/dev/null 2>&1 || true
   podman volume rm -f "$run-keys" >/dev/null 2>&1 || true
 }
 fail() {
   echo "container smoke: FAILED: $*"
-  podman logs "$run-api" 2>&1 | tail -n 20 || true
-  podman logs "$run-pg" 2>&1 | tail -n 20 || true
+  local c
+  for c in api pg prom rpc1 rpc2 lb; do
+    podman logs "$run-$c" 2>&1 | tail -n 20 || true
+  done
   exit 1
 }
 expect() { # expect STATUS METHOD PATH [curl args]: the reply body goes to $body
@@ -117,7 +132,7 @@ smoke() {
   podman run --rm -v "$run-keys:/keys" localhost/storhd-trial keys /keys >/dev/null
   podman run -d --name "$run-pg" --network "$run" --network-alias postgres \
     -v "$run-keys:/keys:ro" localhost/storhd-postgres >/dev/null 2>>"$state/podman.log"
-  podman run -d --name "$run-api" --network "$run" --init --cpuset-cpus=0 \
+  podman run -d --name "$run-api" --network "$run" --network-alias api --init --cpuset-cpus=0 \
     -p "127.0.0.1:$port:8080" -v "$run-keys:/keys:ro" \
     -e STORHD_JWT_PUBLIC_KEY=/keys/jwt.pub -e STORHD_RPC_FUNCTIONS=page \
     -e "STORHD_RPC_CONNINFO=host=postgres dbname=storhd user=storhd passfile=/keys/pgpass" \
@@ -157,6 +172,8 @@ smoke() {
   [ "$(podman inspect --format '{{.State.Health.Status}}' "$run-api")" = healthy ] ||
     fail "the HEALTHCHECK did not report healthy"
   echo "ok storh verify in the container, uid 10001, HEALTHCHECK healthy"
+  monitoring
+  replicas "$token"
   # a short trial from the trial image against the running API
   local out=$PWD/build/container-smoke
   rm -rf "$out"
@@ -175,6 +192,93 @@ smoke() {
     "$out/results.json" >/dev/null || fail "results.json: $(head -c 300 "$out/results.json")"
   grep -E "req/s" "$out/trial.log"
   echo "container smoke: passed (images built from the Dockerfile, storhd with PostgreSQL, HTTP, a trial from the trial image)"
+}
+
+# Prometheus (deploy/prometheus) scrapes the API: the target is up and the
+# rules evaluate (a recording rule has a value, every group is healthy).
+monitoring() {
+  podman run -d --name "$run-prom" --network "$run" -p "127.0.0.1:$((port + 1)):9090" \
+    localhost/storhd-prometheus >/dev/null 2>>"$state/podman.log"
+  local i up="" rec="" health="" nrules
+  nrules=$(grep -cE '^ +- (alert|record):' deploy/prometheus/storhd.rules.yml)
+  for i in $(seq 90); do
+    up=$(curl -fs "$prom/api/v1/query" --data-urlencode 'query=up{job="storhd"}' |
+      jq -r '.data.result[0].value[1] // empty' 2>/dev/null || true)
+    rec=$(curl -fs "$prom/api/v1/query" --data-urlencode 'query=storhd:http_requests:rate5m' |
+      jq -r '.data.result[0].value[1] // empty' 2>/dev/null || true)
+    # "healthy of all" rules, each evaluated at least once
+    health=$(curl -fs "$prom/api/v1/rules" | jq -r '[.data.groups[].rules[]] |
+      "\([.[] | select(.health == "ok" and (.lastEvaluation | startswith("0001") | not))] |
+      length) of \(length)"' 2>/dev/null || true)
+    [ "$up" = 1 ] && [ -n "$rec" ] && [ "$health" = "$nrules of $nrules" ] && break
+    sleep 1
+  done
+  [ "$up" = 1 ] || fail "Prometheus does not see the API up: up=$up"
+  [ -n "$rec" ] || fail "the recording rule storhd:http_requests:rate5m has no value"
+  [ "$health" = "$nrules of $nrules" ] ||
+    fail "rules evaluated healthy: $health (want $nrules of $nrules)"
+  local firing
+  firing=$(curl -fs "$prom/api/v1/alerts" | jq -r '[.data.alerts[] | .labels.alertname] | join(",")')
+  echo "ok Prometheus scrapes the API (up 1), $nrules rules evaluated, storhd:http_requests:rate5m=$rec, alerts firing: ${firing:-none}"
+}
+
+# The "replicas" profile: two page-RPC replicas behind HAProxy over the one
+# PostgreSQL. Both answer; one stopped mid-run loses no request.
+replicas() {
+  local token=$1 r
+  for r in rpc1 rpc2; do
+    podman run -d --name "$run-$r" --network "$run" --network-alias "$r" --init \
+      -v "$run-keys:/keys:ro" -e STORHD_JWT_PUBLIC_KEY=/keys/jwt.pub -e STORHD_RPC_FUNCTIONS=page \
+      -e "STORHD_RPC_CONNINFO=host=postgres dbname=storhd user=storhd passfile=/keys/pgpass" \
+      -e STORHD_ACCESS_LOG=false localhost/storhd >/dev/null 2>>"$state/podman.log"
+  done
+  podman run -d --name "$run-lb" --network "$run" -p "127.0.0.1:$((port + 2)):8080" \
+    localhost/storhd-haproxy >/dev/null 2>>"$state/podman.log"
+  local auth=(-H "Authorization: Bearer $token" -H 'Content-Type: application/json')
+  local i seen=""
+  for i in $(seq 120); do # both replicas in the rotation (ready, checked twice)
+    curl -s -D - -o /dev/null "${auth[@]}" -d '{"limit":10}' "$lb/rpc/page" 2>/dev/null |
+      tr -d '\r' | awk -F': ' 'tolower($1) == "x-served-by" {print $2}' >>"$state/served"
+    seen=$(sort -u "$state/served" | tr '\n' ' ')
+    [ "$seen" = "rpc1 rpc2 " ] && break
+    sleep 0.25
+  done
+  rm -f "$state/served"
+  [ "$seen" = "rpc1 rpc2 " ] || fail "the balancer does not reach both replicas: $seen"
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "${auth[@]}" "$lb/v1/docs/x/_stats")" = 404 ] ||
+    fail "the balancer passes a route other than /rpc/"
+  echo "ok both replicas answer through HAProxy, which refuses routes other than /rpc/"
+  # 4 clients x 150 calls; rpc1 is stopped (SIGTERM) 1.5 s in
+  local out=$state/lb-run k
+  rm -rf "$out"
+  mkdir -p "$out"
+  local t0 t1
+  t0=$(date +%s.%N)
+  for k in 1 2 3 4; do
+    (
+      for i in $(seq 150); do
+        curl -s -o /dev/null -w '%{http_code} %header{x-served-by}\n' "${auth[@]}" \
+          -d '{"limit":10}' "$lb/rpc/page" || true
+      done >"$out/client-$k"
+    ) &
+  done
+  sleep 1.5
+  podman stop -t 10 "$run-rpc1" >/dev/null 2>>"$state/podman.log"
+  wait
+  t1=$(date +%s.%N)
+  cat "$out"/client-* >"$out/all"
+  local total ok by1 by2
+  total=$(wc -l <"$out/all")
+  ok=$(grep -c '^200 ' "$out/all" || true)
+  by1=$(grep -c ' rpc1$' "$out/all" || true)
+  by2=$(grep -c ' rpc2$' "$out/all" || true)
+  [ "$total" = 600 ] && [ "$ok" = 600 ] ||
+    fail "calls through HAProxy with a replica stopped: $ok of $total answered 200: $(grep -v '^200 ' "$out/all" | sort | uniq -c | head)"
+  [ "$by1" -gt 0 ] && [ "$by2" -gt "$by1" ] || fail "replica shares: rpc1 $by1, rpc2 $by2"
+  local retried
+  retried=$(podman logs "$run-lb" 2>&1 | grep -cE 'retries=\+?[1-9]' || true) # +N: redispatched
+  printf 'ok 600 calls through HAProxy in %.1f s, all 200 (rpc1 %s, rpc2 %s, %s retried; rpc1 stopped 1.5 s in)\n' \
+    "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$by1" "$by2" "$retried"
 }
 
 case "${1:-smoke}" in

@@ -7,17 +7,19 @@
 # the output. Tests start every server they use themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh clang-format cppcheck wrk python3-jsonschema jq valgrind e2fsprogs
+scripts/deps.sh clang-format cppcheck wrk python3-jsonschema jq valgrind e2fsprogs prometheus
 jobs="$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
-echo "== style: clang-format (check) and cppcheck"
+echo "== style: clang-format (check), cppcheck, promtool check rules"
 sources=$(git ls-files '*.c' '*.h' 2>/dev/null || find engines service tests -name '*.[ch]')
 clang-format --dry-run --Werror $sources
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 --inline-suppr \
   --suppress=unknownMacro \
   -I engines -I service -I mirror -I tests/support engines service mirror bench
+# the deployment's alerting rules (ctest also unit-tests them: prometheus_test_rules)
+promtool check rules deploy/prometheus/storhd.rules.yml
 
 echo "== release build (warnings are errors at -O3 too)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null

@@ -433,18 +433,10 @@ bool auth_has_scope(const json_t *claims, const char *scope)
     return false;
 }
 
-void auth_metrics(auth *a, buf *out)
+void auth_snapshot(auth *a, auth_stats *out)
 {
     pthread_mutex_lock(&a->mu);
-    buf_printf(out,
-               "storhd_cache_total{cache=\"jwt\",event=\"hit\"} %llu\n"
-               "storhd_cache_total{cache=\"jwt\",event=\"miss\"} %llu\n"
-               "storhd_cache_total{cache=\"jwt\",event=\"eviction\"} %llu\n"
-               "storhd_cache_entries{cache=\"jwt\"} %zu\n"
-               "storhd_cache_bytes{cache=\"jwt\"} %zu\n"
-               "# HELP storhd_jwt_rejected_total Tokens that failed verification.\n"
-               "# TYPE storhd_jwt_rejected_total counter\n"
-               "storhd_jwt_rejected_total %llu\n",
-               a->hits, a->misses, a->evictions, json_object_size(a->cache), a->bytes, a->failures);
+    *out = (auth_stats){a->hits, a->misses, a->evictions, a->failures, json_object_size(a->cache),
+                        a->bytes};
     pthread_mutex_unlock(&a->mu);
 }

@@ -33,6 +33,11 @@ int auth_verify(auth *a, const char *token, json_t **claims, char *msg, size_t c
 /* Whether the claims grant scope (claims "scope": space separated, or
  * "scopes": array; "area:*" and "*" are wildcards). */
 bool auth_has_scope(const json_t *claims, const char *scope);
-void auth_metrics(auth *a, buf *out);
+/* The token cache and rejections, for /metrics. */
+typedef struct auth_stats {
+    unsigned long long hits, misses, evictions, rejected;
+    size_t entries, bytes;
+} auth_stats;
+void auth_snapshot(auth *a, auth_stats *out);
 
 #endif

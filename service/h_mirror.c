@@ -356,27 +356,3 @@ void h_mirror_teardown(service *svc)
     svc->mirrors = NULL;
     svc->nmirrors = 0;
 }
-
-void h_mirror_metrics(service *svc, buf *out)
-{
-    buf_appends(out, "# HELP storhd_mirror_rows_pushed_total Rows written by pushes.\n"
-                     "# TYPE storhd_mirror_rows_pushed_total counter\n"
-                     "# HELP storhd_mirror_pushes_total Completed pushes.\n"
-                     "# TYPE storhd_mirror_pushes_total counter\n"
-                     "# HELP storhd_mirror_push_seconds_total Time spent in pushes.\n"
-                     "# TYPE storhd_mirror_push_seconds_total counter\n"
-                     "# HELP storhd_mirror_failures_total Failed mirror operations.\n"
-                     "# TYPE storhd_mirror_failures_total counter\n");
-    for (size_t i = 0; i < svc->nmirrors; i++) {
-        mirror *m = svc->mirrors[i];
-        pthread_mutex_lock(&m->mu);
-        buf_printf(out,
-                   "storhd_mirror_rows_pushed_total{mirror=\"%s\"} %llu\n"
-                   "storhd_mirror_pushes_total{mirror=\"%s\"} %llu\n"
-                   "storhd_mirror_push_seconds_total{mirror=\"%s\"} %.6f\n"
-                   "storhd_mirror_failures_total{mirror=\"%s\"} %llu\n",
-                   m->name, m->rows_pushed, m->name, m->pushes, m->name, m->push_seconds, m->name,
-                   m->failures);
-        pthread_mutex_unlock(&m->mu);
-    }
-}

@@ -13,7 +13,6 @@ typedef struct service service;
  * a message on stderr. */
 int h_mirror_setup(service *svc);
 void h_mirror_teardown(service *svc);
-void h_mirror_metrics(service *svc, buf *out);
 
 int h_mirror_install(http_req *req);
 int h_mirror_uninstall(http_req *req);

@@ -11,6 +11,7 @@
 #include "routes.h"
 #include "rpc.h"
 #include "uuid7.h"
+#include "wstats.h"
 
 #define UUID_MAX_COUNT 1000
 
@@ -37,6 +38,23 @@ static int readyz_work(http_req *req)
     } else {
         json_object_set_new(checks, "root", json_string("ok"));
     }
+    /* a store whose fsync failed refuses writes until a restart: name them */
+    wstats_store bad[16];
+    size_t nbad = wstats_poisoned_list(bad, sizeof bad / sizeof bad[0]);
+    if (nbad) {
+        buf b = BUF_INIT;
+        buf_appends(&b, "refusing writes after a failed fsync (restart storhd):");
+        for (size_t i = 0; i < nbad && i < sizeof bad / sizeof bad[0]; i++)
+            buf_printf(&b, "%s %s %s (%s)", i ? "," : "", wstats_kind_name(bad[i].kind),
+                       bad[i].name, strerror(bad[i].errnum));
+        if (nbad > sizeof bad / sizeof bad[0])
+            buf_printf(&b, " and %zu more", nbad - sizeof bad / sizeof bad[0]);
+        json_object_set_new(checks, "stores", json_stringn(b.data, b.len));
+        buf_free(&b);
+        ok = false;
+    } else {
+        json_object_set_new(checks, "stores", json_string("ok"));
+    }
     if (svc->rpc) { /* the page RPC cannot answer without its PostgreSQL */
         bool up = rpc_reachable(svc->rpc);
         json_object_set_new(checks, "postgres", json_string(up ? "ok" : "unreachable"));
@@ -56,7 +74,7 @@ int h_readyz(http_req *req)
 int h_metrics(http_req *req)
 {
     buf b = BUF_INIT;
-    metrics_render(&b);
+    metrics_render(&b, http_service(req));
     http_reply_bytes(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
     buf_free(&b);
     return 0;

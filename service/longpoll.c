@@ -116,6 +116,16 @@ void longpoll_kick(const char *key)
     }
 }
 
+size_t longpoll_parked(void)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&mu);
+    for (const waiter *w = waiters; w; w = w->next)
+        n++;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
 /* Takes the waiters that are due (all when everything is due). */
 static waiter *take_due(uint64_t now, bool all)
 {

@@ -8,6 +8,7 @@
 #define STORHD_LONGPOLL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct http_req http_req;
@@ -24,6 +25,8 @@ uint64_t longpoll_generation(const char *key);
 bool longpoll_park(const char *key, http_req *req, uint64_t deadline_us, int (*fn)(http_req *req),
                    uint64_t seen);
 void longpoll_kick(const char *key);
+/* How many requests are parked now (for /metrics). */
+size_t longpoll_parked(void);
 uint64_t longpoll_now_us(void);
 
 #endif

@@ -14,52 +14,8 @@
 #include "http.h"
 #include "longpoll.h"
 #include "metrics.h"
-#include "rcache.h"
 #include "routes.h"
 #include "service.h"
-
-static void queue_depth(void *ctx, const char *name, queue *q)
-{
-    buf *out = ctx;
-    json_t *c;
-    if (queue_counts(q, &c, NULL))
-        return;
-    static const char *const states[] = {"pending", "processing", "done"};
-    for (int i = 0; i < 3; i++)
-        buf_printf(out, "storhd_queue_jobs{queue=\"%s\",state=\"%s\"} %lld\n", name, states[i],
-                   (long long)json_integer_value(json_object_get(c, states[i])));
-    json_decref(c);
-}
-
-static void render_engines(buf *out, void *ctx)
-{
-    buf_appends(out, "# HELP storhd_queue_jobs Jobs by queue and state.\n"
-                     "# TYPE storhd_queue_jobs gauge\n");
-    service *svc = ctx;
-    registry_each_queue(svc->reg, queue_depth, out);
-    h_mirror_metrics(svc, out);
-    if (svc->auth)
-        auth_metrics(svc->auth, out);
-    if (svc->rpc)
-        rpc_metrics(svc->rpc, out);
-    rcache_stats c;
-    rcache_totals(&c);
-    buf_printf(out,
-               "# HELP storhd_cache_total Record cache lookups and evictions.\n"
-               "# TYPE storhd_cache_total counter\n"
-               "storhd_cache_total{cache=\"record\",event=\"hit\"} %llu\n"
-               "storhd_cache_total{cache=\"record\",event=\"miss\"} %llu\n"
-               "storhd_cache_total{cache=\"record\",event=\"eviction\"} %llu\n"
-               "# HELP storhd_cache_entries Entries held by caches.\n"
-               "# TYPE storhd_cache_entries gauge\n"
-               "storhd_cache_entries{cache=\"record\"} %llu\n"
-               "# HELP storhd_cache_bytes Bytes held by caches.\n"
-               "# TYPE storhd_cache_bytes gauge\n"
-               "storhd_cache_bytes{cache=\"record\"} %llu\n",
-               (unsigned long long)c.hits, (unsigned long long)c.misses,
-               (unsigned long long)c.evictions, (unsigned long long)c.entries,
-               (unsigned long long)c.bytes);
-}
 
 int main(int argc, char **argv)
 {
@@ -131,7 +87,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "storhd: out of memory\n");
         return 1;
     }
-    metrics_set_extra(render_engines, &svc);
     if (h_mirror_setup(&svc) != 0) {
         h_mirror_teardown(&svc);
         return 2;

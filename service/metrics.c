@@ -1,15 +1,24 @@
 #include "metrics.h"
 
 #include <dirent.h>
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "estats.h"
+#include "longpoll.h"
+#include "mirror.h"
+#include "rcache.h"
+#include "rpc.h"
+#include "service.h"
+#include "wstats.h"
 
 #define STATUS_MIN 100
 #define STATUS_SPAN 500 /* 100..599 */
@@ -30,14 +39,6 @@ static const route *routes;
 static size_t nroutes;
 static route_stats *stats; /* nroutes + 1 */
 static time_t started;
-static void (*extra_fn)(buf *, void *);
-static void *extra_ctx;
-
-void metrics_set_extra(void (*fn)(buf *out, void *ctx), void *ctx)
-{
-    extra_fn = fn;
-    extra_ctx = ctx;
-}
 
 int metrics_init(const route *table, size_t n_routes)
 {
@@ -122,10 +123,38 @@ static int open_fds(void)
     return n - 1; /* the directory stream itself */
 }
 
-void metrics_render(buf *out)
+/* ---- rendering: each family once, HELP and TYPE before its samples ---- */
+
+static void family(buf *out, const char *name, const char *type, const char *help)
 {
-    buf_appends(out, "# HELP storhd_http_requests_total HTTP requests by route, method and "
-                     "status.\n# TYPE storhd_http_requests_total counter\n");
+    buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value as the text format wants it: \\, \" and \n escaped. */
+static void label_value(buf *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            buf_printf(out, "\\%c", *s);
+        else if (*s == '\n')
+            buf_appends(out, "\\n");
+        else
+            buf_append(out, s, 1);
+    }
+}
+
+/* name{key="value"} v, for the many one-label samples. */
+static void sample1(buf *out, const char *name, const char *key, const char *value, double v)
+{
+    buf_printf(out, "%s{%s=\"", name, key);
+    label_value(out, value);
+    buf_printf(out, "\"} %.17g\n", v);
+}
+
+static void render_http(buf *out)
+{
+    family(out, "storhd_http_requests_total", "counter",
+           "HTTP requests by route, method and status.");
     for (size_t r = 0; r <= nroutes; r++)
         for (int s = 0; s < STATUS_SPAN; s++) {
             uint64_t v = atomic_load_explicit(&stats[r].status[s], memory_order_relaxed);
@@ -135,17 +164,15 @@ void metrics_render(buf *out)
             labels(out, r);
             buf_printf(out, ",status=\"%d\"} %llu\n", s + STATUS_MIN, (unsigned long long)v);
         }
-    buf_appends(out, "# HELP storhd_http_request_duration_seconds Request latency.\n"
-                     "# TYPE storhd_http_request_duration_seconds histogram\n");
+    family(out, "storhd_http_request_duration_seconds", "histogram", "Request latency.");
     for (size_t r = 0; r <= nroutes; r++) {
-        uint64_t cum = 0;
-        uint64_t total = 0;
+        uint64_t n[NBUCKETS + 1], total = 0, cum = 0;
         for (size_t b = 0; b <= NBUCKETS; b++)
-            total += atomic_load_explicit(&stats[r].bucket[b], memory_order_relaxed);
+            total += n[b] = atomic_load_explicit(&stats[r].bucket[b], memory_order_relaxed);
         if (!total)
             continue;
         for (size_t b = 0; b <= NBUCKETS; b++) {
-            cum += atomic_load_explicit(&stats[r].bucket[b], memory_order_relaxed);
+            cum += n[b];
             buf_appends(out, "storhd_http_request_duration_seconds_bucket{");
             labels(out, r);
             if (b < NBUCKETS)
@@ -163,26 +190,208 @@ void metrics_render(buf *out)
     }
     static const char *const dir[2] = {"in", "out"};
     for (int k = 0; k < 2; k++) {
-        buf_printf(out,
-                   "# HELP storhd_http_bytes_%s_total Body bytes %s.\n"
-                   "# TYPE storhd_http_bytes_%s_total counter\n",
-                   dir[k], k ? "sent" : "received", dir[k]);
+        char name[40];
+        snprintf(name, sizeof name, "storhd_http_bytes_%s_total", dir[k]);
+        family(out, name, "counter", k ? "Body bytes sent." : "Body bytes received.");
         for (size_t r = 0; r <= nroutes; r++) {
             uint64_t v = atomic_load_explicit(k ? &stats[r].bytes_out : &stats[r].bytes_in,
                                               memory_order_relaxed);
             if (!v)
                 continue;
-            buf_printf(out, "storhd_http_bytes_%s_total{", dir[k]);
+            buf_printf(out, "%s{", name);
             labels(out, r);
             buf_printf(out, "} %llu\n", (unsigned long long)v);
         }
     }
-    buf_appends(out, "# HELP storhd_engine_operations_total Engine operations (fsyncs, renames, "
-                     "record reads and writes).\n# TYPE storhd_engine_operations_total counter\n");
-    for (int i = 0; i < ESTAT__COUNT; i++)
-        buf_printf(out, "storhd_engine_operations_total{op=\"%s\"} %llu\n",
-                   estats_name((estat_id)i), (unsigned long long)estats_get((estat_id)i));
+}
 
+static void render_engines(buf *out)
+{
+    family(out, "storhd_engine_operations_total", "counter",
+           "Engine operations (fsyncs, renames, record reads and writes).");
+    for (int i = 0; i < ESTAT__COUNT; i++)
+        sample1(out, "storhd_engine_operations_total", "op", estats_name((estat_id)i),
+                (double)estats_get((estat_id)i));
+    family(out, "storhd_group_commit_batch_writes", "histogram",
+           "Writes made durable by one group-commit fsync, by kind of store.");
+    for (int k = 0; k < WSTATS__KINDS; k++) {
+        wstats_hist h;
+        wstats_batch_snapshot((wstats_kind)k, &h);
+        const char *kind = wstats_kind_name((wstats_kind)k);
+        uint64_t cum = 0;
+        for (size_t b = 0; b <= WSTATS_NBUCKETS; b++) {
+            cum += h.bucket[b];
+            if (b < WSTATS_NBUCKETS)
+                buf_printf(out,
+                           "storhd_group_commit_batch_writes_bucket{kind=\"%s\",le=\"%g\"} %llu\n",
+                           kind, wstats_batch_le(b), (unsigned long long)cum);
+            else
+                buf_printf(
+                    out, "storhd_group_commit_batch_writes_bucket{kind=\"%s\",le=\"+Inf\"} %llu\n",
+                    kind, (unsigned long long)cum);
+        }
+        /* the buckets' total is the count: a batch racing this scrape may
+         * have reached some counters and not others */
+        buf_printf(out, "storhd_group_commit_batch_writes_sum{kind=\"%s\"} %llu\n", kind,
+                   (unsigned long long)h.sum);
+        buf_printf(out, "storhd_group_commit_batch_writes_count{kind=\"%s\"} %llu\n", kind,
+                   (unsigned long long)cum);
+    }
+    wstats_store bad[64];
+    size_t nbad = wstats_poisoned_list(bad, sizeof bad / sizeof bad[0]);
+    family(out, "storhd_stores_refusing_writes", "gauge",
+           "Stores refusing writes until restart because an fsync of theirs failed.");
+    buf_printf(out, "storhd_stores_refusing_writes %zu\n", nbad);
+    family(out, "storhd_store_refusing_writes", "gauge",
+           "1 for each store refusing writes after a failed fsync (the first 64).");
+    for (size_t i = 0; i < nbad && i < sizeof bad / sizeof bad[0]; i++) {
+        buf_printf(out, "storhd_store_refusing_writes{kind=\"%s\",store=\"",
+                   wstats_kind_name(bad[i].kind));
+        label_value(out, bad[i].name);
+        buf_appends(out, "\"} 1\n");
+    }
+}
+
+typedef struct qdepth {
+    json_t *rows; /* [[name, pending, processing, done], ...] */
+} qdepth;
+
+static void queue_depth(void *ctx, const char *name, queue *q)
+{
+    qdepth *d = ctx;
+    json_t *c;
+    if (queue_counts(q, &c, NULL))
+        return;
+    json_array_append_new(d->rows,
+                          json_pack("[sOOO]", name, json_object_get(c, "pending"),
+                                    json_object_get(c, "processing"), json_object_get(c, "done")));
+    json_decref(c);
+}
+
+static void render_queues(buf *out, service *svc)
+{
+    /* counts are read first: queue_counts may take a queue's lock, and no
+     * family is half printed while it waits */
+    qdepth d = {json_array()};
+    registry_each_queue(svc->reg, queue_depth, &d);
+    family(out, "storhd_queue_jobs", "gauge", "Jobs by queue and state.");
+    static const char *const states[] = {"pending", "processing", "done"};
+    size_t i;
+    json_t *row;
+    json_array_foreach(d.rows, i, row)
+    {
+        for (size_t s = 0; s < 3; s++) {
+            buf_appends(out, "storhd_queue_jobs{queue=\"");
+            label_value(out, json_string_value(json_array_get(row, 0)));
+            buf_printf(out, "\",state=\"%s\"} %lld\n", states[s],
+                       (long long)json_integer_value(json_array_get(row, s + 1)));
+        }
+    }
+    json_decref(d.rows);
+    family(out, "storhd_longpoll_parked", "gauge",
+           "Queue claims parked waiting for a job (holding no thread).");
+    buf_printf(out, "storhd_longpoll_parked %zu\n", longpoll_parked());
+}
+
+static void render_caches(buf *out, service *svc)
+{
+    rcache_stats rc;
+    rcache_totals(&rc);
+    auth_stats as = {0};
+    rpc_stats rs = {0};
+    if (svc->auth)
+        auth_snapshot(svc->auth, &as);
+    if (svc->rpc)
+        rpc_snapshot(svc->rpc, &rs);
+    struct {
+        const char *cache;
+        bool on;
+        unsigned long long hit, miss, evict, entries, bytes;
+    } c[] = {
+        {"record", true, rc.hits, rc.misses, rc.evictions, rc.entries, rc.bytes},
+        {"response", svc->rpc != NULL, rs.hits, rs.misses, rs.evictions, rs.entries, rs.bytes},
+        {"jwt", svc->auth != NULL, as.hits, as.misses, as.evictions, as.entries, as.bytes},
+    };
+    size_t n = sizeof c / sizeof c[0];
+    family(out, "storhd_cache_total", "counter",
+           "Lookups and evictions of the record, RPC response and JWT caches.");
+    for (size_t i = 0; i < n; i++)
+        if (c[i].on)
+            buf_printf(out,
+                       "storhd_cache_total{cache=\"%s\",event=\"hit\"} %llu\n"
+                       "storhd_cache_total{cache=\"%s\",event=\"miss\"} %llu\n"
+                       "storhd_cache_total{cache=\"%s\",event=\"eviction\"} %llu\n",
+                       c[i].cache, c[i].hit, c[i].cache, c[i].miss, c[i].cache, c[i].evict);
+    family(out, "storhd_cache_entries", "gauge", "Entries held by caches.");
+    for (size_t i = 0; i < n; i++)
+        if (c[i].on)
+            buf_printf(out, "storhd_cache_entries{cache=\"%s\"} %llu\n", c[i].cache, c[i].entries);
+    family(out, "storhd_cache_bytes", "gauge", "Bytes held by caches.");
+    for (size_t i = 0; i < n; i++)
+        if (c[i].on)
+            buf_printf(out, "storhd_cache_bytes{cache=\"%s\"} %llu\n", c[i].cache, c[i].bytes);
+    if (svc->auth) {
+        family(out, "storhd_jwt_rejected_total", "counter", "Tokens that failed verification.");
+        buf_printf(out, "storhd_jwt_rejected_total %llu\n", as.rejected);
+    }
+    if (!svc->rpc)
+        return;
+    family(out, "storhd_pg_pool", "gauge", "Connections of the page RPC's PostgreSQL pool.");
+    buf_printf(out, "storhd_pg_pool{state=\"size\"} %d\nstorhd_pg_pool{state=\"busy\"} %d\n",
+               rs.pool, rs.busy);
+    family(out, "storhd_pg_pool_total", "counter",
+           "Page RPC calls that waited for a free connection, and calls that failed.");
+    buf_printf(out,
+               "storhd_pg_pool_total{event=\"wait\"} %llu\n"
+               "storhd_pg_pool_total{event=\"error\"} %llu\n",
+               rs.waits, rs.errors);
+    family(out, "storhd_rpc_calls_total", "counter",
+           "Page RPC calls, response cache hits included.");
+    buf_printf(out, "storhd_rpc_calls_total %llu\n", rs.calls);
+    family(out, "storhd_rpc_seconds_total", "counter", "Time spent in page RPC calls.");
+    buf_printf(out, "storhd_rpc_seconds_total %.6f\n", rs.seconds);
+}
+
+static void render_mirrors(buf *out, service *svc)
+{
+    size_t n = svc->nmirrors;
+    mirror_stats *ms = calloc(n ? n : 1, sizeof *ms);
+    if (!ms)
+        return;
+    for (size_t i = 0; i < n; i++)
+        mirror_snapshot(svc->mirrors[i], &ms[i]);
+    static const struct {
+        const char *name, *type, *help;
+    } fam[] = {
+        {"storhd_mirror_rows_pushed_total", "counter", "Rows written by pushes."},
+        {"storhd_mirror_pushes_total", "counter", "Completed pushes (one per collection)."},
+        {"storhd_mirror_push_seconds_total", "counter", "Time spent in pushes."},
+        {"storhd_mirror_failures_total", "counter", "Failed mirror operations."},
+        {"storhd_mirror_unpushed_writes", "gauge",
+         "Record writes of this process since the oldest last successful push of the "
+         "mirror's collections began (an estimate of what the mirror lacks)."},
+        {"storhd_mirror_last_push_success", "gauge",
+         "1 if the last push succeeded, 0 if it failed, -1 before the first."},
+        {"storhd_mirror_last_push_timestamp_seconds", "gauge",
+         "When the last push ended (0: never)."},
+        {"storhd_mirror_last_success_timestamp_seconds", "gauge",
+         "When the last successful push ended (0: never)."},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        family(out, fam[f].name, fam[f].type, fam[f].help);
+        for (size_t i = 0; i < n; i++) {
+            const mirror_stats *m = &ms[i];
+            double v[] = {(double)m->rows_pushed, (double)m->pushes, m->push_seconds,
+                          (double)m->failures,    (double)m->lag,    m->last_push_ok,
+                          m->last_push_at,        m->last_good_at};
+            sample1(out, fam[f].name, "mirror", svc->mirrors[i]->name, v[f]);
+        }
+    }
+    free(ms);
+}
+
+static void render_process(buf *out, service *svc)
+{
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
@@ -199,6 +408,25 @@ void metrics_render(buf *out)
                "# HELP process_start_time_seconds Start time since the epoch.\n"
                "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %lld\n",
                cpu, rss_bytes(), pss_bytes(), open_fds(), (long long)started);
-    if (extra_fn)
-        extra_fn(out, extra_ctx);
+    struct statvfs vfs;
+    if (statvfs(svc->cfg.root, &vfs) != 0)
+        return;
+    family(out, "storhd_root_filesystem_avail_bytes", "gauge",
+           "Bytes available to storhd on the storage root's filesystem.");
+    buf_printf(out, "storhd_root_filesystem_avail_bytes %.17g\n",
+               (double)vfs.f_bavail * (double)vfs.f_frsize);
+    family(out, "storhd_root_filesystem_size_bytes", "gauge",
+           "Size of the storage root's filesystem.");
+    buf_printf(out, "storhd_root_filesystem_size_bytes %.17g\n",
+               (double)vfs.f_blocks * (double)vfs.f_frsize);
+}
+
+void metrics_render(buf *out, service *svc)
+{
+    render_http(out);
+    render_engines(out);
+    render_queues(out, svc);
+    render_caches(out, svc);
+    render_mirrors(out, svc);
+    render_process(out, svc);
 }

@@ -382,29 +382,22 @@ bool rpc_reachable(const rpc *r)
     return PQpingParams(keys, values, 1) == PQPING_OK;
 }
 
-void rpc_metrics(rpc *r, buf *out)
+void rpc_snapshot(rpc *r, rpc_stats *out)
 {
     pthread_mutex_lock(&r->mu);
     int busy = 0;
     for (int i = 0; i < r->pool; i++)
         busy += r->busy[i];
-    buf_printf(out,
-               "storhd_cache_total{cache=\"response\",event=\"hit\"} %llu\n"
-               "storhd_cache_total{cache=\"response\",event=\"miss\"} %llu\n"
-               "storhd_cache_total{cache=\"response\",event=\"eviction\"} %llu\n"
-               "storhd_cache_entries{cache=\"response\"} %zu\n"
-               "storhd_cache_bytes{cache=\"response\"} %zu\n"
-               "# HELP storhd_pg_pool PostgreSQL pool of the page RPC.\n"
-               "# TYPE storhd_pg_pool gauge\n"
-               "storhd_pg_pool{state=\"size\"} %d\nstorhd_pg_pool{state=\"busy\"} %d\n"
-               "# HELP storhd_pg_pool_total Waits for a connection and failed calls.\n"
-               "# TYPE storhd_pg_pool_total counter\n"
-               "storhd_pg_pool_total{event=\"wait\"} %llu\n"
-               "storhd_pg_pool_total{event=\"error\"} %llu\n"
-               "# HELP storhd_rpc_seconds_total Time spent in page RPC calls.\n"
-               "# TYPE storhd_rpc_seconds_total counter\n"
-               "storhd_rpc_seconds_total %.6f\nstorhd_rpc_calls_total %llu\n",
-               r->hits, r->misses, r->evictions, json_object_size(r->index), r->bytes, r->pool,
-               busy, r->waits, r->errors, r->latency_sum, r->calls);
+    *out = (rpc_stats){r->hits,
+                       r->misses,
+                       r->evictions,
+                       r->waits,
+                       r->errors,
+                       r->calls,
+                       json_object_size(r->index),
+                       r->bytes,
+                       r->pool,
+                       busy,
+                       r->latency_sum};
     pthread_mutex_unlock(&r->mu);
 }

@@ -43,7 +43,14 @@ typedef struct rpc_result {
  * arguments. The caller frees res->body. */
 int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *claims,
              rpc_result *res, storh_err *err);
-void rpc_metrics(rpc *r, buf *out);
+/* The response cache, the pool and the calls, for /metrics. */
+typedef struct rpc_stats {
+    unsigned long long hits, misses, evictions, waits, errors, calls;
+    size_t entries, bytes;
+    int pool, busy;
+    double seconds;
+} rpc_stats;
+void rpc_snapshot(rpc *r, rpc_stats *out);
 /* Whether the server accepts connections (libpq's ping: no login, a
  * 2 s connect timeout); blocks, so call it off the event loops. */
 bool rpc_reachable(const rpc *r);

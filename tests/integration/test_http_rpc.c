@@ -193,15 +193,18 @@ TEST(postgres_down_then_back)
     client_free(&r);
     client_do(d.base, "GET", "/readyz", NULL, NULL, 0, NULL, 0, &r); /* not ready without it */
     CHECK_INT(r.status, 503);
-    CHECK_STR(r.body, "{\"status\":\"not_ready\",\"checks\":{\"root\":\"ok\",\"postgres\":"
-                      "\"unreachable\"}}");
+    CHECK_STR(
+        r.body,
+        "{\"status\":\"not_ready\",\"checks\":{\"root\":\"ok\",\"stores\":\"ok\",\"postgres\":"
+        "\"unreachable\"}}");
     client_free(&r);
     snprintf(cmd, sizeof cmd, "%s/scripts/pg.sh start '%s' %s >/dev/null", STORHD_SOURCE_DIR, pgdir,
              port);
     CHECK_INT(system(cmd), 0);
     client_do(d.base, "GET", "/readyz", NULL, NULL, 0, NULL, 0, &r);
     CHECK_INT(r.status, 200);
-    CHECK_STR(r.body, "{\"status\":\"ready\",\"checks\":{\"root\":\"ok\",\"postgres\":\"ok\"}}");
+    CHECK_STR(r.body, "{\"status\":\"ready\",\"checks\":{\"root\":\"ok\",\"stores\":\"ok\","
+                      "\"postgres\":\"ok\"}}");
     client_free(&r);
     r = call("page", t, args(7, "\"n\":2"), NULL);
     CHECK_INT(r.status, 200);

@@ -26,7 +26,7 @@ TEST(health_and_ready)
     client_free(&r);
     r = get("/readyz");
     CHECK_INT(r.status, 200);
-    CHECK_STR(r.body, "{\"status\":\"ready\",\"checks\":{\"root\":\"ok\"}}");
+    CHECK_STR(r.body, "{\"status\":\"ready\",\"checks\":{\"root\":\"ok\",\"stores\":\"ok\"}}");
     client_free(&r);
 }
 

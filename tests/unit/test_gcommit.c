@@ -1,11 +1,15 @@
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "../test.h"
 #include "../tmpdir.h"
 #include "estats.h"
 #include "gcommit.h"
+#include "storh_err.h"
+#include "wstats.h"
 
 static char root[PATH_MAX];
 
@@ -73,6 +77,9 @@ TEST(threads_share_fsyncs_and_all_return_durable)
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     gcommit g;
     gcommit_init(&g, &mu, fd, 0);
+    gcommit_label(&g, WSTATS_DOC, "g"); /* the only store of that kind here */
+    wstats_hist h0, h1;
+    wstats_batch_snapshot(WSTATS_DOC, &h0);
     uint64_t before = estats_get(ESTAT_FSYNC_FILE);
     pthread_t th[4];
     waiter w[4];
@@ -87,7 +94,47 @@ TEST(threads_share_fsyncs_and_all_return_durable)
     uint64_t n = estats_get(ESTAT_FSYNC_FILE) - before;
     CHECK(n >= 1 && n <= 800);
     CHECK_INT(g.synced, 1600); /* every byte written is covered */
+    /* the batch histogram: one batch per fsync, the batches add up to the
+     * writes */
+    wstats_batch_snapshot(WSTATS_DOC, &h1);
+    CHECK_INT(h1.count - h0.count, n);
+    CHECK_INT(h1.sum - h0.sum, 800);
+    uint64_t buckets = 0;
+    for (size_t b = 0; b <= WSTATS_NBUCKETS; b++)
+        buckets += h1.bucket[b] - h0.bucket[b];
+    CHECK_INT(buckets, n);
     printf("800 appends, %llu fsyncs\n", (unsigned long long)n);
+    gcommit_destroy(&g);
+    close(fd);
+}
+
+TEST(a_failed_fsync_poisons_and_lists_the_store)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/h", root);
+    int fd = open(p, O_RDWR | O_CREAT | O_APPEND, 0644);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    gcommit g;
+    gcommit_init(&g, &mu, fd, 0);
+    gcommit_label(&g, WSTATS_QUEUE, "jobs");
+    wstats_store bad[8];
+    CHECK_INT(wstats_poisoned_list(bad, 8), 0);
+    setenv("STORH_FAULT_FAIL", "fsync:jobs", 1);
+    pthread_mutex_lock(&mu);
+    CHECK_INT(write(fd, "a\n", 2), 2);
+    storh_err err;
+    CHECK(gcommit_wait(&g, gcommit_written(&g, 2), &err) != 0);
+    CHECK(strstr(err.msg, strerror(EIO)) != NULL);
+    unsetenv("STORH_FAULT_FAIL");
+    /* poisoned: later writes fail too though fsync works again */
+    CHECK(gcommit_check(&g, &err) != 0);
+    CHECK(gcommit_wait(&g, gcommit_written(&g, 4), &err) != 0);
+    CHECK(gcommit_flush(&g, &err) != 0);
+    pthread_mutex_unlock(&mu);
+    CHECK_INT(wstats_poisoned_list(bad, 8), 1);
+    CHECK_INT(bad[0].kind, WSTATS_QUEUE);
+    CHECK_STR(bad[0].name, "jobs");
+    CHECK_INT(bad[0].errnum, EIO);
     gcommit_destroy(&g);
     close(fd);
 }
@@ -95,6 +142,7 @@ TEST(threads_share_fsyncs_and_all_return_durable)
 static const test_case tests[] = {
     {"one_fsync_covers_every_earlier_ticket", one_fsync_covers_every_earlier_ticket},
     {"threads_share_fsyncs_and_all_return_durable", threads_share_fsyncs_and_all_return_durable},
+    {"a_failed_fsync_poisons_and_lists_the_store", a_failed_fsync_poisons_and_lists_the_store},
 };
 
 TMPDIR_TEST_MAIN(root, tests)

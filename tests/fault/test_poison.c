@@ -1,0 +1,100 @@
+/* test_poison: a store whose fsync fails refuses writes until a restart,
+ * and says so: storhd runs with STORH_FAULT_FAIL=fsync:doomed (every group-
+ * commit fsync of the store named doomed reports EIO). The failed append is
+ * not acknowledged, later appends to that store are refused, other stores
+ * keep working, /readyz turns 503 naming the store, and /metrics counts it.
+ * A restart without the fault makes the store writable and /readyz green. */
+#include <curl/curl.h>
+#include <stdlib.h>
+
+#include "../support/client.h"
+#include "../support/daemon.h"
+#include "../test.h"
+
+static daemon_proc d;
+
+static client_resp call(const char *method, const char *path, const char *body)
+{
+    client_resp r;
+    client_do(d.base, method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
+              NULL, 0, &r);
+    return r;
+}
+
+TEST(failed_fsync_poisons_the_store_and_readyz_names_it)
+{
+    client_resp r = call("GET", "/readyz", NULL);
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+    r = call("POST", "/v1/logs/doomed", "{\"n\":1}");
+    CHECK(r.status >= 500); /* never acknowledged */
+    client_free(&r);
+    r = call("POST", "/v1/logs/doomed", "{\"n\":2}");
+    CHECK(r.status >= 500);
+    CHECK(strstr(r.body, "refused until storhd is restarted") != NULL);
+    client_free(&r);
+    r = call("POST", "/v1/logs/fine", "{\"n\":1}");
+    CHECK_INT(r.status, 201);
+    client_free(&r);
+    r = call("POST", "/v1/queues/jobs/jobs", "{\"n\":1}");
+    CHECK_INT(r.status, 201);
+    client_free(&r);
+
+    r = call("GET", "/readyz", NULL);
+    CHECK_INT(r.status, 503);
+    CHECK(strstr(r.body, "\"status\":\"not_ready\"") != NULL);
+    CHECK(strstr(r.body, "\"stores\":\"refusing writes after a failed fsync (restart storhd): "
+                         "log doomed (Input/output error)\"") != NULL);
+    CHECK(strstr(r.body, "\"root\":\"ok\"") != NULL);
+    client_free(&r);
+
+    r = call("GET", "/metrics", NULL);
+    CHECK(strstr(r.body, "\nstorhd_stores_refusing_writes 1\n") != NULL);
+    CHECK(strstr(r.body, "\nstorhd_store_refusing_writes{kind=\"log\",store=\"doomed\"} 1\n") !=
+          NULL);
+    client_free(&r);
+}
+
+TEST(restart_without_the_fault_serves_the_store_again)
+{
+    char root[PATH_MAX];
+    snprintf(root, sizeof root, "%s", d.root);
+    CHECK_INT(daemon_stop(&d), 0);
+    unsetenv("STORH_FAULT_FAIL");
+    CHECK_INT(daemon_start(&d, root, NULL), 0);
+    client_resp r = call("POST", "/v1/logs/doomed", "{\"n\":3}");
+    CHECK_INT(r.status, 201);
+    client_free(&r);
+    r = call("GET", "/readyz", NULL);
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+    r = call("GET", "/metrics", NULL);
+    CHECK(strstr(r.body, "\nstorhd_stores_refusing_writes 0\n") != NULL);
+    client_free(&r);
+}
+
+static const test_case tests[] = {
+    {"failed_fsync_poisons_the_store_and_readyz_names_it",
+     failed_fsync_poisons_the_store_and_readyz_names_it},
+    {"restart_without_the_fault_serves_the_store_again",
+     restart_without_the_fault_serves_the_store_again},
+};
+
+static int run_cases(int argc, char **argv);
+
+int main(int argc, char **argv)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    setenv("STORH_FAULT_FAIL", "fsync:doomed", 1);
+    if (daemon_start(&d, NULL, NULL) != 0) {
+        fprintf(stderr, "could not start storhd\n");
+        return 1;
+    }
+    int rc = run_cases(argc, argv);
+    if (daemon_stop(&d) != 0)
+        rc = 1;
+    daemon_cleanup(&d);
+    curl_global_cleanup();
+    return rc;
+}
+TEST_MAIN_NAMED(run_cases, tests)
