@@ -3,8 +3,10 @@
 # exit. Exports STORHD_TEST_PG (conninfo), STORHD_TEST_PG_DIR and
 # STORHD_TEST_PG_PORT (test_http_rpc stops and restarts it on purpose).
 pgdir=$(mktemp -d "${TMPDIR:-/tmp}/storhd-pg-XXXXXX")
-trap 'scripts/pg.sh stop "$pgdir"; rm -rf "$pgdir"' EXIT
+# Absolute, so the trap still finds pg.sh after the caller cds elsewhere.
+pgctl="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/pg.sh"
+trap '"$pgctl" stop "$pgdir"; rm -rf "$pgdir"' EXIT
 STORHD_TEST_PG_PORT=$((20000 + RANDOM % 20000))
-STORHD_TEST_PG=$(scripts/pg.sh start "$pgdir" "$STORHD_TEST_PG_PORT")
+STORHD_TEST_PG=$("$pgctl" start "$pgdir" "$STORHD_TEST_PG_PORT")
 STORHD_TEST_PG_DIR=$pgdir
 export STORHD_TEST_PG STORHD_TEST_PG_DIR STORHD_TEST_PG_PORT
