@@ -73,7 +73,7 @@ static const route table[] = {
           .req = "FilterRequest", .res = "200:FilterResult"),
     ROUTE("POST", DOCS, h_docs_create, JSON_BODY, .scope = "docs:write", .op = "createDoc",
           .summary = "Create a record with a new id; body = data object.", .req = "DataIn",
-          .res = "201:Record+ETag+Location 422 507"),
+          .res = "201:Record+ETag+Location 409 422 507"),
     ROUTE("GET", DOCS, h_docs_list, .scope = "docs:read", .op = "listDocs",
           .summary = "Stream records as NDJSON (after, limit, from_ms, until_ms, eq.FIELD).",
           .query = LIST_QUERY, .res = "200:ndjson:Record"),
@@ -123,7 +123,7 @@ static const route table[] = {
           .res = "200:Record+ETag 304+ETag 404"),
     ROUTE("PUT", DOCS "/{id}", h_docs_put, JSON_BODY, .scope = "docs:write", .op = "putDoc",
           .summary = "Write a record under an explicit id (200 replaced, 201 new).",
-          .req = "DataIn", .res = "200:Record+ETag 201:Record+ETag+Location 422 507"),
+          .req = "DataIn", .res = "200:Record+ETag 201:Record+ETag+Location 409 422 507"),
     ROUTE("DELETE", DOCS "/{id}", h_docs_delete, .scope = "docs:write", .op = "deleteDoc",
           .summary = "Delete a record (204, 404 when absent).", .res = "204 404 507"),
 
