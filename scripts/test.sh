@@ -23,6 +23,9 @@ echo "== release build (warnings are errors at -O3 too)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
 cmake --build build/release -j"$jobs"
 
+echo "== OpenAPI: Redocly lint (recommended rules, 0 errors), TypeScript types generated and compiled"
+tests/contract/openapi_check.sh build/release/service/storhd
+
 echo "== a private PostgreSQL cluster for the tests"
 . scripts/testpg.sh
 

@@ -36,7 +36,8 @@ typedef struct route {
     /* ---- the contract (openapi.c renders it) ---- */
     const char *op; /* operationId */
     const char *summary;
-    /* components/parameters names of the query parameters, space separated */
+    /* components/parameters names of the query (and header) parameters,
+     * space separated */
     const char *query;
     /* components/schemas name of the request body (media type from body) */
     const char *req;

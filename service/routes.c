@@ -44,7 +44,8 @@ static const route table[] = {
     ROUTE("POST", "/rpc/{function}", h_rpc, JSON_BODY, .op = "callRpc",
           .summary = "Call an allow-listed PostgreSQL function with a JSON object of arguments -> "
                      "rows.",
-          .req = "RpcArgs", .res = "200:RpcRows+ETag+Cache-Control+X-Cache 304+ETag 404"),
+          .query = "if_none_match", .req = "RpcArgs",
+          .res = "200:RpcRows+ETag+Cache-Control+X-Cache 304+ETag 404"),
     ROUTE("POST", "/v1/mirror/install", h_mirror_install, .scope = "mirror:admin",
           .op = "installMirror", .summary = "Create the mirror tables (?mirror=, ?collection=).",
           .query = "mirror mirror_collection", .res = "200:MirrorTables 404"),
@@ -119,7 +120,7 @@ static const route table[] = {
           .summary = "storh's compact(): a report, nothing to do for per-file records.",
           .res = "200:DocCompact"),
     ROUTE("GET", DOCS "/{id}", h_docs_get, .scope = "docs:read", .op = "getDoc",
-          .summary = "Read one record (ETag, If-None-Match -> 304).",
+          .summary = "Read one record (ETag, If-None-Match -> 304).", .query = "if_none_match",
           .res = "200:Record+ETag 304+ETag 404"),
     ROUTE("PUT", DOCS "/{id}", h_docs_put, JSON_BODY, .scope = "docs:write", .op = "putDoc",
           .summary = "Write a record under an explicit id (200 replaced, 201 new).",
