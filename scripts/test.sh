@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the tests need and builds; runs the short forms of the
+# Installs what the tests need and builds; lints the OpenAPI document and
+# compiles the TypeScript types generated from it; runs the short forms of the
 # hardening suites (fuzzing, the load suite, valgrind memcheck of the whole
 # test suite; scripts/hardening.sh runs their full forms) and the container
 # smoke test; then every test under ctest twice: a normal build, then an

@@ -16,7 +16,9 @@ if [ "$major" -lt 20 ]; then
 fi
 npm ci --no-audit --no-fund --loglevel=error
 python3 check_responses.py --storhd "$storhd" --dump openapi.json --no-check
-export NO_UPDATE_NOTIFIER=1
+# no telemetry, update checks or announcements: nothing but npm ci goes out
+export NO_UPDATE_NOTIFIER=1 REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true
+export REDOCLY_SUPPRESS_NOTIFICATIONS=true
 node_modules/.bin/redocly lint --config redocly.yaml --format=stylish openapi.json 2>&1 |
   grep -v '[║╔╚]' | grep -v '^ *$'
 node_modules/.bin/openapi-typescript openapi.json --output storhd.d.ts
