@@ -10,6 +10,7 @@ recorded response:
     4xx error object: unknown path, other method, rejected path);
   - the status is one the operation declares;
   - the media type is one the response declares (none for 204/304);
+  - the response headers it declares required are there, and match;
   - the body validates against that media type's schema (JSON Schema
     2020-12, as OpenAPI 3.1 says); an application/x-ndjson body line by line
     against the row schema;
@@ -206,6 +207,21 @@ def check_exchange(c, x):
                             % (ctype, ", ".join(content)))
         elif body is not None:
             problems += check_body(c, content[ctype]["schema"], ctype, body, x["complete"])
+    headers = {}
+    for line in (x.get("headers") or "").split("\r\n"):
+        if ":" in line and not line.startswith("HTTP/"):
+            k, v = line.split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+    for name, h in (resp.get("headers") or {}).items():
+        h = c.deref(h)
+        value = headers.get(name.lower())
+        if value is None:
+            if h.get("required"):
+                problems.append("header %s is missing" % name)
+        elif "schema" in h:
+            err = c.errors(h["schema"], value)
+            if err:
+                problems.append("header %s: %s" % (name, err))
     req_body = x.get("req_body")
     if 200 <= status < 300 and req_body and "requestBody" in op:
         rb = c.deref(op["requestBody"])["content"]

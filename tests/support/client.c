@@ -85,6 +85,7 @@ static void record(const char *method, const char *path, const char *ctype, cons
         json_object_set_new(o, "req_ctype", json_string(ctype));
     record_body(o, "req_body", body, len);
     record_body(o, "body", out->body, out->len);
+    record_body(o, "headers", out->headers, strlen(out->headers));
     char *line = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     char file[4096];
