@@ -14,7 +14,8 @@ recorded response:
   - the body validates against that media type's schema (JSON Schema
     2020-12, as OpenAPI 3.1 says); an application/x-ndjson body line by line
     against the row schema;
-  - a 2xx answer to a JSON or NDJSON request had a body that validates
+  - a 2xx answer had a query string of declared parameters with valid
+    values, and a JSON or NDJSON request body that validates
     against the operation's request schema (storhd accepted it, so the
     document must too).
 Any violation fails (exit 1) and is listed with the test that made it.
@@ -26,13 +27,13 @@ import argparse
 import glob
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 import jsonschema
@@ -170,6 +171,41 @@ def check_body(c, schema, mtype, text, complete, request=False):
     return []
 
 
+def check_query(c, op, path):
+    """A query string storhd accepted: every argument is a declared parameter
+    (eq.FIELD through the exploded eq object) and its value validates."""
+    if "?" not in path:
+        return []
+    declared = {}
+    for p in op.get("parameters", []):
+        p = c.deref(p)
+        if p["in"] == "query":
+            declared[p["name"]] = p
+    problems = []
+    for arg in path.split("?", 1)[1].split("&"):
+        if not arg:
+            continue
+        name, _, value = arg.partition("=")
+        name, value = urllib.parse.unquote_plus(name), urllib.parse.unquote_plus(value)
+        p = declared.get(name)
+        if p is None and name.startswith("eq.") and "eq" in declared:
+            continue  # any value: a JSON scalar or text
+        if p is None:
+            problems.append("query parameter %r is not declared" % name)
+            continue
+        schema = c.deref(p["schema"])
+        if schema.get("type") == "integer":
+            try:
+                value = int(value)
+            except ValueError:
+                problems.append("query parameter %s=%r is not an integer" % (name, value))
+                continue
+        err = c.errors(p["schema"], value)
+        if err:
+            problems.append("query parameter %s=%r: %s" % (name, value, err))
+    return problems
+
+
 def check_exchange(c, x):
     method = x["method"].upper()
     status = x["status"]
@@ -222,6 +258,8 @@ def check_exchange(c, x):
             err = c.errors(h["schema"], value)
             if err:
                 problems.append("header %s: %s" % (name, err))
+    if 200 <= status < 300:
+        problems += ["request: " + p for p in check_query(c, op, x.get("path", ""))]
     req_body = x.get("req_body")
     if 200 <= status < 300 and req_body and "requestBody" in op:
         rb = c.deref(op["requestBody"])["content"]
