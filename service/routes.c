@@ -31,7 +31,7 @@ static const route table[] = {
           .res = "200:Health"),
     ROUTE("GET", "/readyz", h_readyz, .op = "getReady",
           .summary = "Storage root writable (and dependencies reachable).",
-          .res = "200:Ready 503:Ready"),
+          .res = "200:Ready 503:NotReady"),
     ROUTE("GET", "/metrics", h_metrics, .op = "getMetrics",
           .summary = "Prometheus metrics (text format 0.0.4).", .res = "200:text"),
     ROUTE("GET", "/openapi.json", h_openapi, .op = "getOpenApi",
