@@ -3,10 +3,10 @@
 # every test executable run by `ctest -T memcheck`, and every storhd the
 # tests start wrapped in valgrind too (STORHD_TEST_WRAPPER). Any memcheck
 # error or definite leak makes valgrind exit 99, which fails the test. The
-# trial smoke, the bench gate and the promtool checks are left out: they run
-# shell scripts or a Go binary, and the trial measures load a
-# valgrind-slowed server cannot carry. Needs the
-# PostgreSQL of the tests: scripts/test.sh runs this with it, or
+# trial smoke, the bench gate, the promtool checks and the contract check are
+# left out: they run scripts (shell, Python) or a Go binary, and the trial
+# measures load a valgrind-slowed server cannot carry. Needs the PostgreSQL
+# of the tests: scripts/test.sh runs this with it, or
 #   STORHD_TEST_PG=... scripts/memcheck.sh [ctest -R regex]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +21,8 @@ opts="$opts --show-leak-kinds=definite,indirect --num-callers=30"
 export STORHD_TEST_WRAPPER="valgrind $opts --log-file=$logs/storhd-%p.log"
 export STORHD_CRASH_KILLS=${STORHD_CRASH_KILLS:-6}
 cd build/memcheck
-ctest -T memcheck -j"$(nproc)" --output-on-failure -E "http_trial_smoke|bench_gate|prometheus_" \
+# the contract check (Python) runs in the normal ctest passes, not under valgrind
+ctest -T memcheck -j"$(nproc)" --output-on-failure -E "http_trial_smoke|bench_gate|prometheus_|contract_" -FA contract \
   --overwrite "MemoryCheckCommandOptions=$opts" "$@"
 # ctest counts memcheck defects without failing on them: the storhd logs
 # must be empty as well

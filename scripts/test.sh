@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the tests need and builds; runs the short forms of the
+# Installs what the tests need and builds; lints the OpenAPI document and
+# compiles the TypeScript types generated from it; runs the short forms of the
 # hardening suites (fuzzing, the load suite, valgrind memcheck of the whole
 # test suite; scripts/hardening.sh runs their full forms) and the container
 # smoke test; then every test under ctest twice: a normal build, then an
@@ -24,6 +25,9 @@ promtool check rules deploy/prometheus/storhd.rules.yml
 echo "== release build (warnings are errors at -O3 too)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF >/dev/null
 cmake --build build/release -j"$jobs"
+
+echo "== OpenAPI: Redocly lint (recommended rules, 0 errors), TypeScript types generated and compiled"
+tests/contract/openapi_check.sh build/release/service/storhd
 
 echo "== a private PostgreSQL cluster for the tests"
 . scripts/testpg.sh

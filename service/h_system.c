@@ -82,7 +82,11 @@ int h_metrics(http_req *req)
 
 int h_openapi(http_req *req)
 {
-    return http_reply_json(req, 200, routes_openapi());
+    size_t len;
+    const char *doc = routes_openapi(&len);
+    if (!doc)
+        return http_reply_error(req, 500, "The OpenAPI document could not be built.");
+    return http_reply_bytes(req, 200, "application/json", doc, len);
 }
 
 int h_uuid_new(http_req *req)

@@ -1,5 +1,7 @@
 /* route: the route table type and its matcher. Routes are data: {method,
- * pattern, handler, body kind, scope, summary}. A pattern is "/"-separated
+ * pattern, handler, body kind, scope} and the contract the OpenAPI document
+ * is generated from (operationId, summary, query parameters, request and
+ * response schemas, statuses; see openapi.h). A pattern is "/"-separated
  * literals and {param}s; a literal beats a param, and a param's name says how
  * it is validated ({collection}/{stream}/{queue}: [A-Za-z0-9_-]{1,64};
  * {id}: UUIDv7), so no handler sees an unchecked name or id. */
@@ -31,7 +33,20 @@ typedef struct route {
     int (*on_body)(http_req *req, const char *data, size_t len);
     route_body body;
     const char *scope;
+    /* ---- the contract (openapi.c renders it) ---- */
+    const char *op; /* operationId */
     const char *summary;
+    /* components/parameters names of the query (and header) parameters,
+     * space separated */
+    const char *query;
+    /* components/schemas name of the request body (media type from body) */
+    const char *req;
+    /* Every status the handler answers, space separated: "STATUS[:SCHEMA]
+     * [+HEADER...]". SCHEMA is a components/schemas name, "ndjson:NAME" for
+     * a stream of NAME rows, "text" for text/plain; none = no body for
+     * 1xx-3xx, the error object for 4xx-5xx. The statuses of the HTTP layer
+     * (400, 401, 403, 413, 415, 503) are added by openapi.c. */
+    const char *res;
 } route;
 
 typedef struct route_param {

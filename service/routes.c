@@ -1,7 +1,7 @@
 #include "routes.h"
 
-#include <ctype.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "h_docadmin.h"
@@ -11,121 +11,183 @@
 #include "h_queues.h"
 #include "h_rpc.h"
 #include "h_system.h"
+#include "openapi.h"
 
 #define DOCS "/v1/docs/{collection}"
 #define LOGS "/v1/logs/{stream}"
 #define QUEUES "/v1/queues/{queue}"
 
+/* One route: method, pattern, handler, then designated fields (route.h). */
+#define ROUTE(m, p, h, ...)                                                                        \
+    {                                                                                              \
+        .method = m, .pattern = p, .handler = h, __VA_ARGS__                                       \
+    }
+#define BULK(first, chunk) .on_begin = first, .on_body = chunk, .body = ROUTE_BODY_NDJSON
+#define JSON_BODY .body = ROUTE_BODY_JSON
+#define LIST_QUERY "after limit from_ms until_ms eq"
+
 static const route table[] = {
-    {"GET", "/healthz", h_healthz, NULL, NULL, ROUTE_BODY_NONE, NULL, "Process is alive."},
-    {"GET", "/readyz", h_readyz, NULL, NULL, ROUTE_BODY_NONE, NULL,
-     "Storage root writable (and dependencies reachable)."},
-    {"GET", "/metrics", h_metrics, NULL, NULL, ROUTE_BODY_NONE, NULL,
-     "Prometheus metrics (text format 0.0.4)."},
-    {"GET", "/openapi.json", h_openapi, NULL, NULL, ROUTE_BODY_NONE, NULL,
-     "This API described as OpenAPI 3."},
-    {"GET", "/v1/uuid", h_uuid_new, NULL, NULL, ROUTE_BODY_NONE, NULL,
-     "New monotonic UUIDv7 ids (?count=1..1000)."},
-    {"GET", "/v1/uuid/{uuid}", h_uuid_check, NULL, NULL, ROUTE_BODY_NONE, NULL,
-     "Validate a UUIDv7 and read its timestamp."},
-    {"POST", "/rpc/{function}", h_rpc, NULL, NULL, ROUTE_BODY_JSON, NULL,
-     "Call an allow-listed PostgreSQL function with a JSON object of arguments -> rows."},
-    {"POST", "/v1/mirror/install", h_mirror_install, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
-     "Create the mirror tables (?mirror=, ?collection=)."},
-    {"DELETE", "/v1/mirror", h_mirror_uninstall, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
-     "Drop the mirror tables."},
-    {"POST", "/v1/mirror/push", h_mirror_push, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
-     "Push changes by content hash, one transaction per collection (?collection=)."},
-    {"POST", "/v1/mirror/flush", h_mirror_flush, NULL, NULL, ROUTE_BODY_JSON, "mirror:admin",
-     "Write these ids now: {collection, ids} -> {upserted, deleted}."},
-    {"POST", "/v1/mirror/pull", h_mirror_pull, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
-     "Restore records from the mirror (never deletes local records)."},
-    {"GET", "/v1/mirror/verify", h_mirror_verify, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
-     "Missing, stale and orphaned rows per collection."},
-    {"POST", "/v1/mirror/rebuild", h_mirror_rebuild, NULL, NULL, ROUTE_BODY_NONE, "mirror:admin",
-     "Empty the tables, then push."},
-    {"POST", "/v1/filter", h_filter, NULL, NULL, ROUTE_BODY_JSON, NULL,
-     "Filter posted rows with a where list: {rows:[...], where:[...]} -> {rows}."},
-    {"POST", DOCS, h_docs_create, NULL, NULL, ROUTE_BODY_JSON, "docs:write",
-     "Create a record with a new id; body = data object."},
-    {"GET", DOCS, h_docs_list, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
-     "Stream records as NDJSON (after, limit, from_ms, until_ms, eq.FIELD)."},
-    {"POST", DOCS "/_bulk", h_docs_bulk_end, h_docs_bulk_begin, h_docs_bulk_body, ROUTE_BODY_NDJSON,
-     "docs:write",
-     "Write NDJSON rows (data objects or {id,data}); ?mode=import for importJsonl rows."},
-    {"GET", DOCS "/_export", h_docs_export, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
-     "Export every record as NDJSON in id order."},
-    {"GET", DOCS "/_stats", h_docs_stats, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
-     "Record count, bytes, corrupt records, indexes."},
-    {"GET", DOCS "/_health", h_docs_health, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
-     "Health of the collection: ok, errors, stats."},
-    {"POST", DOCS "/_query", h_docs_query, NULL, NULL, ROUTE_BODY_JSON, "docs:read",
-     "Query: where (eq neq in notIn gt gte lt lte between exists missing prefix, or groups), "
-     "orderBy, limit, cursor, count, explain."},
-    {"GET", DOCS "/_indexes", h_docs_indexes_get, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
-     "Index definitions."},
-    {"PUT", DOCS "/_indexes", h_docs_indexes_put, NULL, NULL, ROUTE_BODY_JSON, "docs:admin",
-     "Add index definitions {fields:[{field,unique,range}]}; rebuilds when changed."},
-    {"GET", DOCS "/_schema", h_docs_schema_get, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
-     "The collection's schema."},
-    {"PUT", DOCS "/_schema", h_docs_schema_put, NULL, NULL, ROUTE_BODY_JSON, "docs:admin",
-     "Set the schema {fields:{name:{type,required,index,unique,range}}}; 422 on violations."},
-    {"GET", DOCS "/_verify", h_docs_verify, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
-     "Corrupt records and index drift against a full scan."},
-    {"POST", DOCS "/_repair", h_docs_repair, NULL, NULL, ROUTE_BODY_NONE, "docs:admin",
-     "Quarantine corrupt records to .storh/corrupt/, rebuild indexes."},
-    {"POST", DOCS "/_reindex", h_docs_reindex, NULL, NULL, ROUTE_BODY_NONE, "docs:admin",
-     "Rebuild every index entry from the records."},
-    {"POST", DOCS "/_compact", h_docs_compact, NULL, NULL, ROUTE_BODY_NONE, "docs:admin",
-     "storh's compact(): a report, nothing to do for per-file records."},
-    {"GET", DOCS "/{id}", h_docs_get, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
-     "Read one record (ETag, If-None-Match -> 304)."},
-    {"PUT", DOCS "/{id}", h_docs_put, NULL, NULL, ROUTE_BODY_JSON, "docs:write",
-     "Write a record under an explicit id (200 replaced, 201 new)."},
-    {"DELETE", DOCS "/{id}", h_docs_delete, NULL, NULL, ROUTE_BODY_NONE, "docs:write",
-     "Delete a record (204, 404 when absent)."},
+    ROUTE("GET", "/healthz", h_healthz, .op = "getHealth", .summary = "Process is alive.",
+          .res = "200:Health"),
+    ROUTE("GET", "/readyz", h_readyz, .op = "getReady",
+          .summary = "Storage root writable (and dependencies reachable).",
+          .res = "200:Ready 503:NotReady"),
+    ROUTE("GET", "/metrics", h_metrics, .op = "getMetrics",
+          .summary = "Prometheus metrics (text format 0.0.4).", .res = "200:text"),
+    ROUTE("GET", "/openapi.json", h_openapi, .op = "getOpenApi",
+          .summary = "This API described as OpenAPI 3.1.", .res = "200:OpenApi"),
+    ROUTE("GET", "/v1/uuid", h_uuid_new, .op = "newUuids",
+          .summary = "New monotonic UUIDv7 ids (?count=1..1000).", .query = "count",
+          .res = "200:UuidList"),
+    ROUTE("GET", "/v1/uuid/{uuid}", h_uuid_check, .op = "checkUuid",
+          .summary = "Validate a UUIDv7 and read its timestamp.", .res = "200:UuidCheck"),
+    ROUTE("POST", "/rpc/{function}", h_rpc, JSON_BODY, .op = "callRpc",
+          .summary = "Call an allow-listed PostgreSQL function with a JSON object of arguments -> "
+                     "rows.",
+          .query = "if_none_match", .req = "RpcArgs",
+          .res = "200:RpcRows+ETag+Cache-Control+X-Cache 304+ETag 404"),
+    ROUTE("POST", "/v1/mirror/install", h_mirror_install, .scope = "mirror:admin",
+          .op = "installMirror", .summary = "Create the mirror tables (?mirror=, ?collection=).",
+          .query = "mirror mirror_collection", .res = "200:MirrorTables 404"),
+    ROUTE("DELETE", "/v1/mirror", h_mirror_uninstall, .scope = "mirror:admin",
+          .op = "uninstallMirror", .summary = "Drop the mirror tables.",
+          .query = "mirror mirror_collection", .res = "200:MirrorDropped 404"),
+    ROUTE("POST", "/v1/mirror/push", h_mirror_push, .scope = "mirror:admin", .op = "pushMirror",
+          .summary = "Push changes by content hash, one transaction per collection "
+                     "(?collection=).",
+          .query = "mirror mirror_collection", .res = "200:PushReport 404"),
+    ROUTE("POST", "/v1/mirror/flush", h_mirror_flush, JSON_BODY, .scope = "mirror:admin",
+          .op = "flushMirror",
+          .summary = "Write these ids now: {collection, ids} -> {upserted, deleted}.",
+          .query = "mirror", .req = "Flush", .res = "200:Flushed 404"),
+    ROUTE("POST", "/v1/mirror/pull", h_mirror_pull, .scope = "mirror:admin", .op = "pullMirror",
+          .summary = "Restore records from the mirror (never deletes local records).",
+          .query = "mirror mirror_collection", .res = "200:PullReport 404 507"),
+    ROUTE("GET", "/v1/mirror/verify", h_mirror_verify, .scope = "mirror:admin",
+          .op = "verifyMirror", .summary = "Missing, stale and orphaned rows per collection.",
+          .query = "mirror mirror_collection", .res = "200:MirrorCheck 404"),
+    ROUTE("POST", "/v1/mirror/rebuild", h_mirror_rebuild, .scope = "mirror:admin",
+          .op = "rebuildMirror", .summary = "Empty the tables, then push.",
+          .query = "mirror mirror_collection", .res = "200:PushReport 404"),
+    ROUTE("POST", "/v1/filter", h_filter, JSON_BODY, .op = "filterRows",
+          .summary = "Filter posted rows with a where list: {rows:[...], where:[...]} -> {rows}.",
+          .req = "FilterRequest", .res = "200:FilterResult"),
+    ROUTE("POST", DOCS, h_docs_create, JSON_BODY, .scope = "docs:write", .op = "createDoc",
+          .summary = "Create a record with a new id; body = data object.", .req = "DataIn",
+          .res = "201:Record+ETag+Location 409 422 507"),
+    ROUTE("GET", DOCS, h_docs_list, .scope = "docs:read", .op = "listDocs",
+          .summary = "Stream records as NDJSON (after, limit, from_ms, until_ms, eq.FIELD).",
+          .query = LIST_QUERY, .res = "200:ndjson:Record"),
+    ROUTE("POST", DOCS "/_bulk", h_docs_bulk_end, BULK(h_docs_bulk_begin, h_docs_bulk_body),
+          .scope = "docs:write", .op = "bulkDocs",
+          .summary = "Write NDJSON rows (data objects or {id,data}); ?mode=import for importJsonl "
+                     "rows.",
+          .query = "mode", .req = "BulkRow", .res = "200:BulkResult 409 422 507"),
+    ROUTE("GET", DOCS "/_export", h_docs_export, .scope = "docs:read", .op = "exportDocs",
+          .summary = "Export every record as NDJSON in id order.", .res = "200:ndjson:Record"),
+    ROUTE("GET", DOCS "/_stats", h_docs_stats, .scope = "docs:read", .op = "getDocStats",
+          .summary = "Record count, bytes, corrupt records, indexes.",
+          .res = "200:CollectionStats"),
+    ROUTE("GET", DOCS "/_health", h_docs_health, .scope = "docs:read", .op = "getDocHealth",
+          .summary = "Health of the collection: ok, errors, stats.", .res = "200:CollectionCheck"),
+    ROUTE("POST", DOCS "/_query", h_docs_query, JSON_BODY, .scope = "docs:read", .op = "queryDocs",
+          .summary = "Query: where (eq neq in notIn gt gte lt lte between exists missing prefix, "
+                     "or groups), orderBy, limit, cursor, count, explain.",
+          .req = "Query", .res = "200:QueryResult"),
+    ROUTE("GET", DOCS "/_indexes", h_docs_indexes_get, .scope = "docs:read", .op = "getDocIndexes",
+          .summary = "Index definitions.", .res = "200:Indexes"),
+    ROUTE("PUT", DOCS "/_indexes", h_docs_indexes_put, JSON_BODY, .scope = "docs:admin",
+          .op = "putDocIndexes",
+          .summary =
+              "Add index definitions {fields:[{field,unique,range}]}; rebuilds when changed.",
+          .query = "rebuild", .req = "Indexes", .res = "200:IndexesChanged 409 507"),
+    ROUTE("GET", DOCS "/_schema", h_docs_schema_get, .scope = "docs:read", .op = "getDocSchema",
+          .summary = "The collection's schema.", .res = "200:Schema"),
+    ROUTE("PUT", DOCS "/_schema", h_docs_schema_put, JSON_BODY, .scope = "docs:admin",
+          .op = "putDocSchema",
+          .summary = "Set the schema {fields:{name:{type,required,index,unique,range}}}; 422 on "
+                     "violations.",
+          .req = "Schema", .res = "200:Schema 409 422 507"),
+    ROUTE("GET", DOCS "/_verify", h_docs_verify, .scope = "docs:read", .op = "verifyDocs",
+          .summary = "Corrupt records and index drift against a full scan.",
+          .res = "200:CollectionCheck"),
+    ROUTE("POST", DOCS "/_repair", h_docs_repair, .scope = "docs:admin", .op = "repairDocs",
+          .summary = "Quarantine corrupt records to .storh/corrupt/, rebuild indexes.",
+          .res = "200:DocRepair 507"),
+    ROUTE("POST", DOCS "/_reindex", h_docs_reindex, .scope = "docs:admin", .op = "reindexDocs",
+          .summary = "Rebuild every index entry from the records.", .res = "200:IndexCounts 507"),
+    ROUTE("POST", DOCS "/_compact", h_docs_compact, .scope = "docs:admin", .op = "compactDocs",
+          .summary = "storh's compact(): a report, nothing to do for per-file records.",
+          .res = "200:DocCompact"),
+    ROUTE("GET", DOCS "/{id}", h_docs_get, .scope = "docs:read", .op = "getDoc",
+          .summary = "Read one record (ETag, If-None-Match -> 304).", .query = "if_none_match",
+          .res = "200:Record+ETag 304+ETag 404"),
+    ROUTE("PUT", DOCS "/{id}", h_docs_put, JSON_BODY, .scope = "docs:write", .op = "putDoc",
+          .summary = "Write a record under an explicit id (200 replaced, 201 new).",
+          .req = "DataIn", .res = "200:Record+ETag 201:Record+ETag+Location 409 422 507"),
+    ROUTE("DELETE", DOCS "/{id}", h_docs_delete, .scope = "docs:write", .op = "deleteDoc",
+          .summary = "Delete a record (204, 404 when absent).", .res = "204 404 507"),
 
-    {"POST", LOGS, h_logs_append, NULL, NULL, ROUTE_BODY_JSON, "logs:write",
-     "Append one record (201 {id,data}); durable on return, fsyncs shared."},
-    {"GET", LOGS, h_logs_list, NULL, NULL, ROUTE_BODY_NONE, "logs:read",
-     "Stream live records in log order as NDJSON (after, limit, from_ms, until_ms, eq.FIELD)."},
-    {"POST", LOGS "/_bulk", h_logs_bulk_end, h_logs_bulk_begin, h_logs_bulk_body, ROUTE_BODY_NDJSON,
-     "logs:write", "Append NDJSON rows; all or nothing, one fsync."},
-    {"POST", LOGS "/_query", h_logs_query, NULL, NULL, ROUTE_BODY_JSON, "logs:read",
-     "Query the live records (same body as docs _query; a scan in log order)."},
-    {"POST", LOGS "/_compact", h_logs_compact, NULL, NULL, ROUTE_BODY_NONE, "logs:admin",
-     "Compact sealed segments (drops superseded versions and tombstones)."},
-    {"POST", LOGS "/_retain", h_logs_retain, NULL, NULL, ROUTE_BODY_JSON, "logs:admin",
-     "Delete records older than {older_than_days} (or older_than_ms), then compact."},
-    {"GET", LOGS "/_stats", h_logs_stats, NULL, NULL, ROUTE_BODY_NONE, "logs:read",
-     "segments, records, deleted, bytes."},
-    {"GET", LOGS "/_verify", h_logs_verify, NULL, NULL, ROUTE_BODY_NONE, "logs:read",
-     "Bad lines, state drift: {ok, errors, stats}."},
-    {"POST", LOGS "/_repair", h_logs_repair, NULL, NULL, ROUTE_BODY_NONE, "logs:admin",
-     "Quarantine bad lines to .storh/corrupt/ and recover."},
-    {"GET", LOGS "/{id}", h_logs_get, NULL, NULL, ROUTE_BODY_NONE, "logs:read",
-     "Read one live record."},
-    {"DELETE", LOGS "/{id}", h_logs_delete, NULL, NULL, ROUTE_BODY_NONE, "logs:write",
-     "Append a tombstone (204; 404 when not live)."},
+    ROUTE("POST", LOGS, h_logs_append, JSON_BODY, .scope = "logs:write", .op = "appendLog",
+          .summary = "Append one record (201 {id,data}); durable on return, fsyncs shared.",
+          .req = "DataIn", .res = "201:Record 507"),
+    ROUTE("GET", LOGS, h_logs_list, .scope = "logs:read", .op = "listLog",
+          .summary = "Stream live records in log order as NDJSON (after, limit, from_ms, until_ms, "
+                     "eq.FIELD).",
+          .query = LIST_QUERY, .res = "200:ndjson:Record 404"),
+    ROUTE("POST", LOGS "/_bulk", h_logs_bulk_end, BULK(h_logs_bulk_begin, h_logs_bulk_body),
+          .scope = "logs:write", .op = "bulkLog",
+          .summary = "Append NDJSON rows; all or nothing, one fsync.", .req = "LogRow",
+          .res = "200:BulkResult 507"),
+    ROUTE("POST", LOGS "/_query", h_logs_query, JSON_BODY, .scope = "logs:read", .op = "queryLog",
+          .summary = "Query the live records (same body as docs _query; a scan in log order).",
+          .req = "Query", .res = "200:QueryResult 404"),
+    ROUTE("POST", LOGS "/_compact", h_logs_compact, .scope = "logs:admin", .op = "compactLog",
+          .summary = "Compact sealed segments (drops superseded versions and tombstones).",
+          .res = "200:LogCompact 404 507"),
+    ROUTE(
+        "POST", LOGS "/_retain", h_logs_retain, JSON_BODY, .scope = "logs:admin", .op = "retainLog",
+        .summary = "Delete records older than {older_than_days} (or older_than_ms), then compact.",
+        .req = "Retain", .res = "200:Retained 404 507"),
+    ROUTE("GET", LOGS "/_stats", h_logs_stats, .scope = "logs:read", .op = "getLogStats",
+          .summary = "segments, records, deleted, bytes.", .res = "200:LogStats 404"),
+    ROUTE("GET", LOGS "/_verify", h_logs_verify, .scope = "logs:read", .op = "verifyLog",
+          .summary = "Bad lines, state drift: {ok, errors, stats}.", .res = "200:LogCheck 404"),
+    ROUTE("POST", LOGS "/_repair", h_logs_repair, .scope = "logs:admin", .op = "repairLog",
+          .summary = "Quarantine bad lines to .storh/corrupt/ and recover.",
+          .res = "200:LogRepair 404 507"),
+    ROUTE("GET", LOGS "/{id}", h_logs_get, .scope = "logs:read", .op = "getLogRecord",
+          .summary = "Read one live record.", .res = "200:Record 404"),
+    ROUTE("DELETE", LOGS "/{id}", h_logs_delete, .scope = "logs:write", .op = "deleteLogRecord",
+          .summary = "Append a tombstone (204; 404 when not live).", .res = "204 404 507"),
 
-    {"POST", QUEUES "/jobs", h_queues_enqueue, NULL, NULL, ROUTE_BODY_JSON, "queues:write",
-     "Enqueue one job (object) or many (array) -> 201 {ids}."},
-    {"POST", QUEUES "/claim", h_queues_claim, NULL, NULL, ROUTE_BODY_NONE, "queues:write",
-     "Claim up to limit jobs (200 {jobs}, 204 none); wait_ms long-polls."},
-    {"POST", QUEUES "/jobs/{id}/complete", h_queues_complete_one, NULL, NULL, ROUTE_BODY_NONE,
-     "queues:write", "Complete one processing job (?keep_done=true|false)."},
-    {"POST", QUEUES "/complete", h_queues_complete_many, NULL, NULL, ROUTE_BODY_JSON,
-     "queues:write", "Complete {ids:[...]} (?keep_done)."},
-    {"POST", QUEUES "/requeue", h_queues_requeue, NULL, NULL, ROUTE_BODY_JSON_OPT, "queues:write",
-     "Requeue jobs processing for at least {timeout_seconds}."},
-    {"POST", QUEUES "/purge", h_queues_purge, NULL, NULL, ROUTE_BODY_JSON_OPT, "queues:write",
-     "Purge done jobs older than {older_than_seconds} (0: all)."},
-    {"GET", QUEUES, h_queues_stats, NULL, NULL, ROUTE_BODY_NONE, "queues:read",
-     "pending, processing, done, bytes."},
-    {"GET", QUEUES "/_verify", h_queues_verify, NULL, NULL, ROUTE_BODY_NONE, "queues:read",
-     "Bad lines, state drift: {ok, errors, stats}."},
-    {"POST", QUEUES "/_repair", h_queues_repair, NULL, NULL, ROUTE_BODY_NONE, "queues:admin",
-     "Quarantine bad lines, requeue jobs processing > timeout_seconds (3600)."},
+    ROUTE("POST", QUEUES "/jobs", h_queues_enqueue, JSON_BODY, .scope = "queues:write",
+          .op = "enqueueJobs", .summary = "Enqueue one job (object) or many (array) -> 201 {ids}.",
+          .req = "Enqueue", .res = "201:UuidList 507"),
+    ROUTE("POST", QUEUES "/claim", h_queues_claim, .scope = "queues:write", .op = "claimJobs",
+          .summary = "Claim up to limit jobs (200 {jobs}, 204 none); wait_ms long-polls.",
+          .query = "claim_limit wait_ms", .res = "200:Claimed 204 507"),
+    ROUTE("POST", QUEUES "/jobs/{id}/complete", h_queues_complete_one, .scope = "queues:write",
+          .op = "completeJob", .summary = "Complete one processing job (?keep_done=true|false).",
+          .query = "keep_done", .res = "200:Completed 404 409 507"),
+    ROUTE("POST", QUEUES "/complete", h_queues_complete_many, JSON_BODY, .scope = "queues:write",
+          .op = "completeJobs", .summary = "Complete {ids:[...]} (?keep_done).",
+          .query = "keep_done", .req = "CompleteIds", .res = "200:Completed 404 409 507"),
+    ROUTE("POST", QUEUES "/requeue", h_queues_requeue, .body = ROUTE_BODY_JSON_OPT,
+          .scope = "queues:write", .op = "requeueJobs",
+          .summary = "Requeue jobs processing for at least {timeout_seconds}.", .req = "Requeue",
+          .res = "200:Requeued 404 507"),
+    ROUTE("POST", QUEUES "/purge", h_queues_purge, .body = ROUTE_BODY_JSON_OPT,
+          .scope = "queues:write", .op = "purgeJobs",
+          .summary = "Purge done jobs older than {older_than_seconds} (0: all).", .req = "Purge",
+          .res = "200:Purged 404 507"),
+    ROUTE("GET", QUEUES, h_queues_stats, .scope = "queues:read", .op = "getQueueStats",
+          .summary = "pending, processing, done, bytes.", .res = "200:QueueStats 404"),
+    ROUTE("GET", QUEUES "/_verify", h_queues_verify, .scope = "queues:read", .op = "verifyQueue",
+          .summary = "Bad lines, state drift: {ok, errors, stats}.", .res = "200:QueueCheck 404"),
+    ROUTE("POST", QUEUES "/_repair", h_queues_repair, .scope = "queues:admin", .op = "repairQueue",
+          .summary = "Quarantine bad lines, requeue jobs processing > timeout_seconds (3600).",
+          .query = "repair_timeout", .res = "200:QueueRepair 404 507"),
 };
 
 const route *routes_table(size_t *n)
@@ -134,58 +196,27 @@ const route *routes_table(size_t *n)
     return table;
 }
 
-static json_t *openapi_doc;
+static char *openapi_text;
+static size_t openapi_len;
 static pthread_once_t openapi_once = PTHREAD_ONCE_INIT;
-
-static json_t *path_params(const char *pattern)
-{
-    json_t *params = json_array();
-    for (const char *p = strchr(pattern, '{'); p; p = strchr(p + 1, '{')) {
-        const char *e = strchr(p, '}');
-        if (!e)
-            break;
-        json_t *name = json_stringn(p + 1, (size_t)(e - p - 1));
-        json_array_append_new(params, json_pack("{sosssbs{ss}}", "name", name, "in", "path",
-                                                "required", 1, "schema", "type", "string"));
-    }
-    return params;
-}
 
 static void build_openapi(void)
 {
-    json_t *paths = json_object();
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        const route *r = &table[i];
-        json_t *item = json_object_get(paths, r->pattern);
-        if (!item) {
-            item = json_object();
-            json_object_set_new(paths, r->pattern, item);
-        }
-        char method[8];
-        size_t k = 0;
-        for (; k < sizeof method - 1 && r->method[k]; k++)
-            method[k] = (char)tolower((unsigned char)r->method[k]);
-        method[k] = '\0';
-        json_t *op = json_pack("{sssos{s{ss}}}", "summary", r->summary, "parameters",
-                               path_params(r->pattern), "responses", "default", "description",
-                               "JSON body, or {\"error\":{status,code,message}}");
-        if (r->scope)
-            json_object_set_new(op, "x-scope", json_string(r->scope));
-        if (r->body != ROUTE_BODY_NONE) {
-            const char *ct =
-                r->body == ROUTE_BODY_NDJSON ? "application/x-ndjson" : "application/json";
-            json_object_set_new(
-                op, "requestBody",
-                json_pack("{sbs{s{}}}", "required", r->body != ROUTE_BODY_JSON_OPT, "content", ct));
-        }
-        json_object_set_new(item, method, op);
+    storh_err err;
+    json_t *doc = openapi_build(table, sizeof table / sizeof table[0], STORHD_VERSION, &err);
+    if (!doc) {
+        fprintf(stderr, "storhd: the OpenAPI document: %s\n", err.msg);
+        return;
     }
-    openapi_doc = json_pack("{sss{ssss}so}", "openapi", "3.0.3", "info", "title", "storhd",
-                            "version", STORHD_VERSION, "paths", paths);
+    /* plain jansson: the canonical record encoder would turn {} into [] */
+    openapi_text = json_dumps(doc, JSON_COMPACT);
+    openapi_len = openapi_text ? strlen(openapi_text) : 0;
+    json_decref(doc);
 }
 
-const json_t *routes_openapi(void)
+const char *routes_openapi(size_t *len)
 {
     pthread_once(&openapi_once, build_openapi);
-    return openapi_doc;
+    *len = openapi_len;
+    return openapi_text;
 }

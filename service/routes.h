@@ -3,13 +3,13 @@
 #ifndef STORHD_ROUTES_H
 #define STORHD_ROUTES_H
 
-#include <jansson.h>
 #include <stddef.h>
 
 #include "route.h"
 
 const route *routes_table(size_t *n);
-/* Built on first use; owned by the module. */
-const json_t *routes_openapi(void);
+/* The OpenAPI document as JSON text (len bytes), built on first use and
+ * owned by the module; NULL if it could not be built. */
+const char *routes_openapi(size_t *len);
 
 #endif

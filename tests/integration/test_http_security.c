@@ -126,6 +126,17 @@ static void build(const char *pattern, const char *which, const char *bad, const
     out[n] = '\0';
 }
 
+/* A parameter of the document, through its $ref when it has one. */
+static json_t *deref(json_t *api, json_t *p)
+{
+    const char *prefix = "#/components/parameters/";
+    const char *ref = json_string_value(json_object_get(p, "$ref"));
+    if (!ref || strncmp(ref, prefix, strlen(prefix)))
+        return p;
+    json_t *params = json_object_get(json_object_get(api, "components"), "parameters");
+    return json_object_get(params, ref + strlen(prefix));
+}
+
 TEST(bad_names_and_ids_in_every_route)
 {
     json_t *api = NULL;
@@ -152,6 +163,9 @@ TEST(bad_names_and_ids_in_every_route)
             json_t *param;
             json_array_foreach(json_object_get(op, "parameters"), i, param)
             {
+                param = deref(api, param);
+                if (strcmp(json_string_value(json_object_get(param, "in")), "path"))
+                    continue;
                 const char *name = json_string_value(json_object_get(param, "name"));
                 bool is_id = !strcmp(name, "id") || !strcmp(name, "uuid");
                 if (!strcmp(name, "uuid"))

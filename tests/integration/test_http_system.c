@@ -101,8 +101,13 @@ TEST(openapi_lists_every_route)
         if (!op)
             fprintf(stderr, "missing %s %s\n", expect[i][1], expect[i][0]);
         CHECK(op != NULL);
+        CHECK(json_is_string(json_object_get(op, "operationId")));
+        CHECK(json_object_size(json_object_get(op, "responses")) >= 2);
     }
-    CHECK_STR(json_string_value(json_object_get(doc, "openapi")), "3.0.3");
+    CHECK_STR(json_string_value(json_object_get(doc, "openapi")), "3.1.0");
+    /* plain JSON, not the record encoding: an empty object stays {} */
+    CHECK(strstr(r.body, "\"security\":[]") != NULL);
+    CHECK(strstr(r.body, "\"application/json\":[]") == NULL);
     json_decref(doc);
     client_free(&r);
 }

@@ -9,11 +9,31 @@ static int h(http_req *r)
 }
 
 static const route table[] = {
-    {"GET", "/v1/docs/{collection}", h, NULL, NULL, ROUTE_BODY_NONE, NULL, "list"},
-    {"POST", "/v1/docs/{collection}", h, NULL, NULL, ROUTE_BODY_JSON, NULL, "create"},
-    {"GET", "/v1/docs/{collection}/_export", h, NULL, NULL, ROUTE_BODY_NONE, NULL, "export"},
-    {"GET", "/v1/docs/{collection}/{id}", h, NULL, NULL, ROUTE_BODY_NONE, NULL, "get"},
-    {"DELETE", "/v1/docs/{collection}/{id}", h, NULL, NULL, ROUTE_BODY_NONE, NULL, "delete"},
+    {.method = "GET",
+     .pattern = "/v1/docs/{collection}",
+     .handler = h,
+     .body = ROUTE_BODY_NONE,
+     .summary = "list"},
+    {.method = "POST",
+     .pattern = "/v1/docs/{collection}",
+     .handler = h,
+     .body = ROUTE_BODY_JSON,
+     .summary = "create"},
+    {.method = "GET",
+     .pattern = "/v1/docs/{collection}/_export",
+     .handler = h,
+     .body = ROUTE_BODY_NONE,
+     .summary = "export"},
+    {.method = "GET",
+     .pattern = "/v1/docs/{collection}/{id}",
+     .handler = h,
+     .body = ROUTE_BODY_NONE,
+     .summary = "get"},
+    {.method = "DELETE",
+     .pattern = "/v1/docs/{collection}/{id}",
+     .handler = h,
+     .body = ROUTE_BODY_NONE,
+     .summary = "delete"},
 };
 #define N (sizeof table / sizeof table[0])
 
