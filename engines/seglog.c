@@ -160,7 +160,7 @@ static int parse_envelope(const char *j, size_t jl, int *op, char id[UUID7_LEN +
         id[UUID7_LEN] = '\0';
         return 0;
     }
-    json_t *v = json_loadb(j, jl, JSON_ALLOW_NUL, NULL);
+    json_t *v = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
     json_t *o = json_object_get(v, "op"), *i = json_object_get(v, "id");
     int rc = -1;
     if (json_is_object(v) && json_is_string(o) && json_is_string(i) &&
@@ -954,7 +954,7 @@ static int decode_put(const char *line, size_t len, const char *want_id, json_t 
     int rc = frame_decode(line, len, false, &j, &jl, err);
     if (rc)
         return rc;
-    json_t *env = json_loadb(j, jl, JSON_ALLOW_NUL, NULL);
+    json_t *env = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
     const char *op = json_string_value(json_object_get(env, "op"));
     const char *id = json_string_value(json_object_get(env, "id"));
     if (!env || !op || !id || strcmp(op, "put") || (want_id && strcmp(id, want_id))) {
@@ -1758,7 +1758,7 @@ static void counters_note(seglog *s, int op, bool fresh, const char *line, size_
     size_t jl;
     if (frame_decode(line, len, false, &j, &jl, NULL) != 0)
         return;
-    json_t *env = json_loadb(j, jl, JSON_ALLOW_NUL, NULL);
+    json_t *env = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
     json_t *data = seglog_envelope_data(env);
     const char *field;
     json_t *counts;
