@@ -129,7 +129,7 @@ static void list_free(void *p)
     free(s);
 }
 
-static int list_fill(void *p, buf *out, size_t max)
+static int list_fill(void *p, buf *out, size_t max, storh_err *err)
 {
     list_state *s = p;
     while (out->len < max) {
@@ -138,26 +138,30 @@ static int list_fill(void *p, buf *out, size_t max)
         if (!s->it) {
             if (s->cur >= s->nlogs)
                 return 1;
-            if (seglog_iter_open(s->logs[s->cur++], &s->q, &s->it, NULL))
-                return -1;
+            int rc = seglog_iter_open(s->logs[s->cur++], &s->q, &s->it, err);
+            if (rc)
+                return rc;
         }
         const char *id;
         json_t *data;
-        storh_err err;
-        int rc = seglog_iter_next(s->it, &id, &data, &err);
+        int rc = seglog_iter_next(s->it, &id, &data, err);
         if (rc == 0) {
             seglog_iter_close(s->it);
             s->it = NULL;
             continue;
         }
         if (rc < 0)
-            return -1; /* a truncated transfer, never a silent gap */
+            return rc; /* a truncated transfer, never a silent gap */
         json_t *row = json_pack("{sssO}", "id", id, "data", data);
         json_decref(data);
-        rc = row ? sjson_encode(out, row, 0, &err) : -1;
+        size_t mark = out->len;
+        rc = row ? sjson_encode(out, row, 0, err)
+                 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
         json_decref(row);
-        if (rc)
-            return -1;
+        if (rc) {
+            out->len = mark; /* only whole rows before the abort */
+            return rc;
+        }
         buf_appendc(out, '\n');
         s->emitted++;
     }

@@ -49,12 +49,14 @@ static const route table[] = {
     {"POST", DOCS, h_docs_create, NULL, NULL, ROUTE_BODY_JSON, "docs:write",
      "Create a record with a new id; body = data object."},
     {"GET", DOCS, h_docs_list, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
-     "Stream records as NDJSON (after, limit, from_ms, until_ms, eq.FIELD)."},
+     "Stream records as NDJSON (after, limit, from_ms, until_ms, eq.FIELD). A stream that fails "
+     "midway ends without the terminating chunk (a client error), never as a complete body."},
     {"POST", DOCS "/_bulk", h_docs_bulk_end, h_docs_bulk_begin, h_docs_bulk_body, ROUTE_BODY_NDJSON,
      "docs:write",
      "Write NDJSON rows (data objects or {id,data}); ?mode=import for importJsonl rows."},
     {"GET", DOCS "/_export", h_docs_export, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
-     "Export every record as NDJSON in id order."},
+     "Export every record as NDJSON in id order. A stream that fails midway ends without the "
+     "terminating chunk (a client error), never as a complete body."},
     {"GET", DOCS "/_stats", h_docs_stats, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
      "Record count, bytes, corrupt records, indexes."},
     {"GET", DOCS "/_health", h_docs_health, NULL, NULL, ROUTE_BODY_NONE, "docs:read",
@@ -88,7 +90,8 @@ static const route table[] = {
     {"POST", LOGS, h_logs_append, NULL, NULL, ROUTE_BODY_JSON, "logs:write",
      "Append one record (201 {id,data}); durable on return, fsyncs shared."},
     {"GET", LOGS, h_logs_list, NULL, NULL, ROUTE_BODY_NONE, "logs:read",
-     "Stream live records in log order as NDJSON (after, limit, from_ms, until_ms, eq.FIELD)."},
+     "Stream live records in log order as NDJSON (after, limit, from_ms, until_ms, eq.FIELD). A "
+     "stream that fails midway ends without the terminating chunk (a client error)."},
     {"POST", LOGS "/_bulk", h_logs_bulk_end, h_logs_bulk_begin, h_logs_bulk_body, ROUTE_BODY_NDJSON,
      "logs:write", "Append NDJSON rows; all or nothing, one fsync."},
     {"POST", LOGS "/_query", h_logs_query, NULL, NULL, ROUTE_BODY_JSON, "logs:read",

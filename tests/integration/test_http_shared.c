@@ -30,6 +30,39 @@ static client_resp req(const char *method, const char *path, const char *body)
     return r;
 }
 
+/* A GET whose transfer result matters: *transfer is 0, or -CURLcode when
+ * libcurl saw an error (a truncated chunked body is -18). */
+static client_resp get_checked(const char *path, int *transfer)
+{
+    client_resp r;
+    *transfer = client_do(d.base, "GET", path, NULL, NULL, 0, NULL, 0, &r);
+    return r;
+}
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; s && (s = strchr(s, '\n')); s++)
+        n++;
+    return n;
+}
+
+/* Writes bytes at path the way storh publishes (temp file, rename). */
+static bool publish(const char *path, const char *bytes)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX + 8];
+    fsx_dirname(path, dir, sizeof dir);
+    if (fsx_mkdirs(dir, true, NULL))
+        return false;
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    size_t n = strlen(bytes);
+    bool ok = fd >= 0 && write(fd, bytes, n) == (ssize_t)n;
+    if (fd >= 0)
+        close(fd);
+    return ok && rename(tmp, path) == 0;
+}
+
 /* Runs fn(arg) in a forked process (the "other writer"); true if it
  * returned 0. */
 static bool in_child(int (*fn)(void *), void *arg)
@@ -149,11 +182,70 @@ TEST(record_rewritten_by_engine_in_other_process_is_seen)
     }
 }
 
+/* ---- 2. integers beyond int64, streams that fail midway ---- */
+
+/* The record storh's importJsonl stores verbatim (FORMAT.md: a two-key
+ * {"id","data"} row is the file's bytes), beside seven ordinary ones. */
+TEST(doc_with_integers_beyond_int64_reads_as_floats)
+{
+    char id[UUID7_LEN + 1];
+    for (int i = 0; i < 7; i++) {
+        char body[32];
+        snprintf(body, sizeof body, "{\"n\":%d}", i);
+        create_record("bigint", body, id);
+    }
+    CHECK(uuid7_generate(id, -1, NULL) == 0);
+    char file[PATH_MAX], bytes[256];
+    record_path("bigint", id, file);
+    snprintf(bytes, sizeof bytes,
+             "{\"id\":\"%s\",\"data\":{\"big\":12345678901234567890,\"neg\":-"
+             "9223372036854775809}}",
+             id);
+    CHECK(publish(file, bytes));
+    check_doc("bigint", id, "{\"big\":1.2345678901234567e+19,\"neg\":-9.223372036854776e+18}");
+    const char *streams[] = {"/v1/docs/bigint/_export", "/v1/docs/bigint"};
+    for (int i = 0; i < 2; i++) {
+        int transfer;
+        client_resp r = get_checked(streams[i], &transfer);
+        CHECK_INT(transfer, 0);
+        CHECK_INT(r.status, 200);
+        CHECK_INT(lines(r.body), 8);
+        CHECK(strstr(r.body, "\"big\":1.2345678901234567e+19") != NULL);
+        client_free(&r);
+    }
+}
+
+/* A record that cannot be parsed in the middle of a stream: the rows before
+ * it arrive, then libcurl reports a truncated transfer (never a complete
+ * body that silently lacks rows). */
+TEST(doc_stream_failing_midway_is_a_transfer_error)
+{
+    char ids[5][UUID7_LEN + 1];
+    for (int i = 0; i < 5; i++)
+        create_record("broken", "{\"ok\":true}", ids[i]);
+    char file[PATH_MAX];
+    record_path("broken", ids[2], file);
+    CHECK(publish(file, "{\"id\": not json"));
+    const char *streams[] = {"/v1/docs/broken/_export", "/v1/docs/broken"};
+    for (int i = 0; i < 2; i++) {
+        int transfer;
+        client_resp r = get_checked(streams[i], &transfer);
+        CHECK_INT(r.status, 200);
+        CHECK_INT(transfer, -(int)CURLE_PARTIAL_FILE);
+        CHECK_INT(lines(r.body), 2);
+        client_free(&r);
+    }
+}
+
 static const test_case tests[] = {
     {"record_rewritten_by_rename_same_size_same_mtime_is_seen",
      record_rewritten_by_rename_same_size_same_mtime_is_seen},
     {"record_rewritten_by_engine_in_other_process_is_seen",
      record_rewritten_by_engine_in_other_process_is_seen},
+    {"doc_with_integers_beyond_int64_reads_as_floats",
+     doc_with_integers_beyond_int64_reads_as_floats},
+    {"doc_stream_failing_midway_is_a_transfer_error",
+     doc_stream_failing_midway_is_a_transfer_error},
 };
 
 DAEMON_TEST_MAIN(d, tests)
