@@ -376,7 +376,9 @@ static void bench_log(const opts *o, bench_result *r)
     bool ex;
     for (long i = 0; i < n; i += 10)
         seglog_delete(s, ids[i], &ex, NULL);
-    size_t live = seglog_count(s);
+    size_t live;
+    if (seglog_count(s, &live, &err))
+        die("count", &err);
     t = now_s();
     if (seglog_compact(s, &out, &err))
         die("compact", &err);

@@ -10,7 +10,10 @@ int logquery_run(seglog *s, const query *q, json_t **out, storh_err *err)
         return 0;
     }
     if (q->count && q->ngroups == 0 && !q->has_cursor) {
-        size_t n = seglog_count(s);
+        size_t n;
+        int rc = seglog_count(s, &n, err);
+        if (rc)
+            return rc;
         if (q->limit && n > q->limit)
             n = q->limit;
         *out = json_pack("{sI}", "count", (json_int_t)n);

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../support/client.h"
@@ -17,6 +18,7 @@
 #include "buf.h"
 #include "docstore.h"
 #include "docstore_int.h"
+#include "frame.h"
 #include "fsx.h"
 #include "seglog.h"
 
@@ -237,6 +239,289 @@ TEST(doc_stream_failing_midway_is_a_transfer_error)
     }
 }
 
+/* ---- 6. log reads see other processes' writes ---- */
+
+static long long json_int_at(const char *method, const char *path, const char *body,
+                             const char *key)
+{
+    json_t *out = NULL;
+    long st = client_json(d.base, method, path, body, &out);
+    long long v = st == 200 ? json_integer_value(json_object_get(out, key)) : -1;
+    json_decref(out);
+    return v;
+}
+
+static bool log_ok(const char *stream)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/logs/%s/_verify", stream);
+    json_t *out = NULL;
+    client_json(d.base, "GET", path, NULL, &out);
+    bool ok = json_is_true(json_object_get(out, "ok"));
+    if (!ok) {
+        char *t = json_dumps(out, 0);
+        fprintf(stderr, "verify %s: %s\n", stream, t ? t : "(no reply)");
+        free(t);
+    }
+    json_decref(out);
+    return ok;
+}
+
+/* Appends n records to stream, returning their ids in ids (n entries). */
+static void http_append(const char *stream, int n, char (*ids)[UUID7_LEN + 1])
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/logs/%s", stream);
+    for (int i = 0; i < n; i++) {
+        json_t *out = NULL;
+        char body[48];
+        snprintf(body, sizeof body, "{\"by\":\"storhd\",\"i\":%d}", i);
+        CHECK_INT(client_json(d.base, "POST", path, body, &out), 201);
+        snprintf(ids[i], UUID7_LEN + 1, "%s", json_string_value(json_object_get(out, "id")));
+        json_decref(out);
+    }
+}
+
+typedef struct log_arg {
+    const char *stream;
+    int append;            /* records to append in one batch */
+    const char *del, *put; /* an id to delete, an id to re-put */
+    bool compact;
+} log_arg;
+
+/* The other writer: the engine library in a forked process. */
+static int child_log(void *p)
+{
+    log_arg *a = p;
+    seglog_opts o;
+    seglog_opts_default(&o);
+    seglog *s;
+    storh_err err;
+    int rc = seglog_open(d.root, a->stream, &o, false, &s, &err);
+    if (rc)
+        return rc;
+    seglog_batch *b = NULL;
+    if (a->append && !(rc = seglog_batch_begin(s, &b, &err))) {
+        for (int i = 0; !rc && i < a->append; i++) {
+            char body[48], id[UUID7_LEN + 1];
+            snprintf(body, sizeof body, "{\"by\":\"other\",\"i\":%d}", i);
+            json_t *row = js(body);
+            rc = seglog_batch_element(b, row, id, &err);
+            json_decref(row);
+        }
+        rc = rc ? rc : seglog_batch_commit(b, NULL, &err);
+    }
+    bool existed;
+    if (!rc && a->del)
+        rc = seglog_delete(s, a->del, &existed, &err);
+    char out[UUID7_LEN + 1];
+    json_t *v = js("{\"by\":\"other\",\"reput\":true}");
+    if (!rc && a->put)
+        rc = seglog_put(s, a->put, v, out, &err);
+    json_decref(v);
+    json_t *rep = NULL;
+    if (!rc && a->compact)
+        rc = seglog_compact(s, &rep, &err);
+    json_decref(rep);
+    if (rc)
+        fprintf(stderr, "other writer: %s\n", err.msg);
+    seglog_close(s);
+    return rc;
+}
+
+/* live records in all, others of them written by the other process. */
+static void check_log_view(const char *stream, int live, int others, const char *gone,
+                           const char *reput)
+{
+    char path[160];
+    int transfer;
+    snprintf(path, sizeof path, "/v1/logs/%s", stream);
+    client_resp r = get_checked(path, &transfer);
+    CHECK_INT(transfer, 0);
+    CHECK_INT(lines(r.body), live);
+    client_free(&r);
+    snprintf(path, sizeof path, "/v1/logs/%s/_stats", stream);
+    CHECK_INT(json_int_at("GET", path, NULL, "records"), live);
+    snprintf(path, sizeof path, "/v1/logs/%s/_query", stream);
+    CHECK_INT(json_int_at("POST", path, "{\"count\":true}", "count"), live);
+    CHECK_INT(
+        json_int_at(
+            "POST", path,
+            "{\"count\":true,\"where\":[{\"field\":\"by\",\"op\":\"eq\",\"value\":\"other\"}]}",
+            "count"),
+        others);
+    if (gone) {
+        snprintf(path, sizeof path, "/v1/logs/%s/%s", stream, gone);
+        r = req("GET", path, NULL);
+        CHECK_INT(r.status, 404);
+        client_free(&r);
+    }
+    if (reput) {
+        snprintf(path, sizeof path, "/v1/logs/%s/%s", stream, reput);
+        r = req("GET", path, NULL);
+        CHECK(r.status == 200 && strstr(r.body, "\"reput\":true"));
+        client_free(&r);
+    }
+    CHECK(log_ok(stream));
+}
+
+/* storhd has the stream open (and its equality counters built); another
+ * process appends 600 records, deletes one and re-puts another. */
+TEST(log_appends_deletes_reputs_by_other_process_are_seen)
+{
+    char ids[10][UUID7_LEN + 1];
+    http_append("shared_log", 10, ids);
+    CHECK_INT(
+        json_int_at(
+            "POST", "/v1/logs/shared_log/_query",
+            "{\"count\":true,\"where\":[{\"field\":\"by\",\"op\":\"eq\",\"value\":\"other\"}]}",
+            "count"),
+        0);
+    log_arg a = {"shared_log", 600, ids[3], ids[5], false};
+    CHECK(in_child(child_log, &a));
+    check_log_view("shared_log", 609, 601, ids[3], ids[5]);
+    /* and storhd's own next write lands after them */
+    char more[1][UUID7_LEN + 1];
+    http_append("shared_log", 1, more);
+    check_log_view("shared_log", 610, 601, ids[3], ids[5]);
+}
+
+/* The same after the other process compacts (a new manifest, new segment
+ * files): storhd replays from the manifest it finds. */
+TEST(log_compaction_by_other_process_is_seen)
+{
+    char ids[10][UUID7_LEN + 1];
+    http_append("shared_compact", 10, ids);
+    log_arg a = {"shared_compact", 300, ids[1], ids[2], true};
+    CHECK(in_child(child_log, &a));
+    check_log_view("shared_compact", 309, 301, ids[1], ids[2]);
+    log_arg b = {"shared_compact", 0, ids[4], NULL, true};
+    CHECK(in_child(child_log, &b));
+    check_log_view("shared_compact", 308, 301, ids[4], ids[2]);
+}
+
+/* Reads race a writer in another process: every stream is a whole, valid
+ * answer that never shrinks, and at the end storhd has every record. */
+TEST(log_reads_while_other_process_appends)
+{
+    char ids[1][UUID7_LEN + 1];
+    http_append("racing", 1, ids);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = 0;
+        for (int i = 0; i < 40 && !rc; i++) {
+            log_arg a = {"racing", 25, NULL, NULL, false};
+            rc = child_log(&a);
+        }
+        _exit(rc ? 1 : 0);
+    }
+    int last = 0, reads = 0, st = 0;
+    bool done = false;
+    while (!done) {
+        done = waitpid(pid, &st, WNOHANG) == pid;
+        int transfer;
+        client_resp r = get_checked("/v1/logs/racing", &transfer);
+        CHECK_INT(transfer, 0);
+        int n = lines(r.body);
+        CHECK(n >= last);
+        last = n;
+        for (char *p = r.body, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
+            json_t *row = json_loadb(p, (size_t)(nl - p), 0, NULL);
+            CHECK(json_is_object(json_object_get(row, "data")));
+            json_decref(row);
+        }
+        client_free(&r);
+        reads++;
+    }
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_INT(last, 1001);
+    CHECK_INT(json_int_at("GET", "/v1/logs/racing/_stats", NULL, "records"), 1001);
+    CHECK(log_ok("racing"));
+    CHECK(reads > 1);
+}
+
+/* Appends one framed line the way storh does (under the collection's flock). */
+static bool append_framed(const char *lockfile, const char *file, const char *json)
+{
+    char lp[PATH_MAX], fp[PATH_MAX];
+    snprintf(lp, sizeof lp, "%s/%s", d.root, lockfile);
+    snprintf(fp, sizeof fp, "%s/%s", d.root, file);
+    fsx_lock l = {.fd = -1};
+    if (fsx_lock_open(&l, lp, NULL) || fsx_lock_acquire(&l, NULL))
+        return false;
+    buf line = BUF_INIT;
+    frame_encode(&line, json, strlen(json));
+    int fd = open(fp, O_WRONLY | O_APPEND);
+    bool ok = fd >= 0 && write(fd, line.data, line.len) == (ssize_t)line.len && fsync(fd) == 0;
+    if (fd >= 0)
+        close(fd);
+    buf_free(&line);
+    fsx_lock_release(&l);
+    fsx_lock_close(&l);
+    return ok;
+}
+
+/* A log line and a queue payload storh wrote with integers beyond int64. */
+TEST(log_and_queue_integers_beyond_int64_read_as_floats)
+{
+    char ids[2][UUID7_LEN + 1];
+    http_append("biglog", 2, ids);
+    char id[UUID7_LEN + 1], json[256];
+    CHECK(uuid7_generate(id, -1, NULL) == 0);
+    snprintf(json, sizeof json,
+             "{\"op\":\"put\",\"id\":\"%s\",\"data\":{\"big\":12345678901234567890,\"neg\":-"
+             "9223372036854775809}}",
+             id);
+    CHECK(append_framed("biglog/collection.lock", "biglog/segments/seg-000001.ndjson", json));
+    char path[128];
+    snprintf(path, sizeof path, "/v1/logs/biglog/%s", id);
+    client_resp r = req("GET", path, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(r.body, "{\"big\":1.2345678901234567e+19,\"neg\":-9.223372036854776e+18}"));
+    client_free(&r);
+    int transfer;
+    r = get_checked("/v1/logs/biglog", &transfer);
+    CHECK_INT(transfer, 0);
+    CHECK_INT(lines(r.body), 3);
+    client_free(&r);
+
+    json_t *out = NULL;
+    CHECK_INT(client_json(d.base, "POST", "/v1/queues/bigq/jobs", "{\"k\":1}", &out), 201);
+    json_decref(out);
+    CHECK(uuid7_generate(id, -1, NULL) == 0);
+    snprintf(json, sizeof json,
+             "{\"op\":\"enqueue\",\"id\":\"%s\",\"payload\":{\"big\":12345678901234567890},"
+             "\"ts\":%lld}",
+             id, (long long)time(NULL));
+    CHECK(append_framed("bigq/queue.lock", "bigq/queue.log", json));
+    r = req("POST", "/v1/queues/bigq/claim?limit=5", NULL);
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(r.body, "{\"big\":1.2345678901234567e+19}"));
+    client_free(&r);
+}
+
+/* A segment that cannot be read midway through a log stream. */
+TEST(log_stream_failing_midway_is_a_transfer_error)
+{
+    char ids[3][UUID7_LEN + 1];
+    http_append("brokenlog", 3, ids);
+    char seg[PATH_MAX], away[PATH_MAX];
+    snprintf(seg, sizeof seg, "%s/brokenlog/segments/seg-000001.ndjson", d.root);
+    snprintf(away, sizeof away, "%s.away", seg);
+    CHECK(rename(seg, away) == 0);
+    int transfer;
+    client_resp r = get_checked("/v1/logs/brokenlog", &transfer);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(transfer, -(int)CURLE_PARTIAL_FILE);
+    client_free(&r);
+    CHECK(rename(away, seg) == 0);
+    r = get_checked("/v1/logs/brokenlog", &transfer);
+    CHECK_INT(transfer, 0);
+    CHECK_INT(lines(r.body), 3);
+    client_free(&r);
+}
+
 static const test_case tests[] = {
     {"record_rewritten_by_rename_same_size_same_mtime_is_seen",
      record_rewritten_by_rename_same_size_same_mtime_is_seen},
@@ -246,6 +531,14 @@ static const test_case tests[] = {
      doc_with_integers_beyond_int64_reads_as_floats},
     {"doc_stream_failing_midway_is_a_transfer_error",
      doc_stream_failing_midway_is_a_transfer_error},
+    {"log_appends_deletes_reputs_by_other_process_are_seen",
+     log_appends_deletes_reputs_by_other_process_are_seen},
+    {"log_compaction_by_other_process_is_seen", log_compaction_by_other_process_is_seen},
+    {"log_reads_while_other_process_appends", log_reads_while_other_process_appends},
+    {"log_and_queue_integers_beyond_int64_read_as_floats",
+     log_and_queue_integers_beyond_int64_read_as_floats},
+    {"log_stream_failing_midway_is_a_transfer_error",
+     log_stream_failing_midway_is_a_transfer_error},
 };
 
 DAEMON_TEST_MAIN(d, tests)
