@@ -352,7 +352,7 @@ static void widen_big_ints(buf *out, const char *s, size_t len)
 
 json_t *sjson_loadb(const char *s, size_t len, size_t flags, json_error_t *error)
 {
-    json_error_t local;
+    json_error_t local = {0};
     json_error_t *e = error ? error : &local;
     json_t *v = json_loadb(s, len, flags, e);
     if (v || json_error_code(e) != json_error_numeric_overflow)

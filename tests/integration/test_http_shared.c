@@ -32,6 +32,13 @@ static client_resp req(const char *method, const char *path, const char *body)
     return r;
 }
 
+static client_resp req_on(const daemon_proc *x, const char *method, const char *path)
+{
+    client_resp r;
+    client_do(x->base, method, path, NULL, NULL, 0, NULL, 0, &r);
+    return r;
+}
+
 /* A GET whose transfer result matters: *transfer is 0, or -CURLcode when
  * libcurl saw an error (a truncated chunked body is -18). */
 static client_resp get_checked(const char *path, int *transfer)
@@ -522,6 +529,147 @@ TEST(log_stream_failing_midway_is_a_transfer_error)
     client_free(&r);
 }
 
+/* ---- partitioned streams: every reader sees every partition ---- */
+
+typedef struct part_arg {
+    const char *root, *stream;
+    int64_t day_ms[2];
+    int per_day;
+} part_arg;
+
+/* The other writer fills two past daily partitions, ids of those days. */
+static int child_partitions(void *p)
+{
+    part_arg *a = p;
+    int rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        seglog_opts o;
+        seglog_opts_default(&o);
+        o.partition = SEGLOG_PART_DAILY;
+        o.partition_ts_ms = a->day_ms[k];
+        seglog *s;
+        storh_err err;
+        if ((rc = seglog_open(a->root, a->stream, &o, true, &s, &err)))
+            break;
+        for (int i = 0; i < a->per_day && !rc; i++) {
+            char id[UUID7_LEN + 1], out[UUID7_LEN + 1], body[48];
+            uuid7_generate(id, a->day_ms[k] + i, NULL);
+            snprintf(body, sizeof body, "{\"day\":%d,\"i\":%d}", k, i);
+            json_t *v = js(body);
+            rc = seglog_put(s, id, v, out, &err);
+            json_decref(v);
+        }
+        seglog_close(s);
+    }
+    return rc;
+}
+
+static long long json_int_on(const daemon_proc *x, const char *method, const char *path,
+                             const char *body, const char *key)
+{
+    json_t *out = NULL;
+    long st = client_json(x->base, method, path, body, &out);
+    long long v = st == 200 ? json_integer_value(json_object_get(out, key)) : -1;
+    json_decref(out);
+    return v;
+}
+
+/* A daily stream with two past partitions (written by another process) and
+ * today's (written by storhd): stream, _query, _stats, _verify, GET by id
+ * and the mirror all cover the three. */
+TEST(partitioned_log_readers_see_every_partition)
+{
+    char cfg[PATH_MAX], mdb[PATH_MAX], body[PATH_MAX * 2];
+    snprintf(cfg, sizeof cfg, "%s.part.json", d.root);
+    snprintf(mdb, sizeof mdb, "%s.part.sqlite", d.root);
+    snprintf(body, sizeof body,
+             "{\"logs\":{\"days\":{\"partition\":\"daily\"}},\"mirrors\":{\"m\":{\"driver\":"
+             "\"sqlite\",\"path\":\"%s\",\"collections\":{\"days\":{\"kind\":\"log\"}}}}}",
+             mdb);
+    FILE *f = fopen(cfg, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(body, f);
+    fclose(f);
+    daemon_proc p;
+    const char *extra[] = {"--config", cfg, NULL};
+    CHECK_INT(daemon_start(&p, NULL, extra), 0);
+    /* today's partition, through storhd */
+    char today_id[UUID7_LEN + 1] = "";
+    for (int i = 0; i < 3; i++) {
+        json_t *out = NULL;
+        CHECK_INT(client_json(p.base, "POST", "/v1/logs/days", "{\"day\":2}", &out), 201);
+        snprintf(today_id, sizeof today_id, "%s", json_string_value(json_object_get(out, "id")));
+        json_decref(out);
+    }
+    part_arg a = {p.root, "days", {INT64_C(1782864000000), INT64_C(1782950400000)}, 20};
+    CHECK(in_child(child_partitions, &a)); /* 2026-07-01 and 2026-07-02 */
+    int total = 43;
+
+    int transfer;
+    client_resp r;
+    transfer = client_do(p.base, "GET", "/v1/logs/days", NULL, NULL, 0, NULL, 0, &r);
+    CHECK_INT(transfer, 0);
+    CHECK_INT(lines(r.body), total);
+    CHECK_PREFIX(r.body, "{\"id\":\"");
+    CHECK(strstr(r.body, "{\"day\":0,\"i\":0}") < strstr(r.body, "{\"day\":1,\"i\":0}"));
+    char old_id[UUID7_LEN + 1] = "";
+    if (r.len > 7 + UUID7_LEN)
+        snprintf(old_id, sizeof old_id, "%.*s", UUID7_LEN, r.body + 7); /* the first row's */
+    client_free(&r);
+    transfer = client_do(p.base, "GET", "/v1/logs/days?limit=25", NULL, NULL, 0, NULL, 0, &r);
+    CHECK_INT(lines(r.body), 25);
+    client_free(&r);
+    CHECK_INT(json_int_on(&p, "POST", "/v1/logs/days/_query", "{\"count\":true}", "count"), total);
+    CHECK_INT(
+        json_int_on(&p, "POST", "/v1/logs/days/_query",
+                    "{\"count\":true,\"where\":[{\"field\":\"day\",\"op\":\"eq\",\"value\":1}]}",
+                    "count"),
+        20);
+    CHECK_INT(
+        json_int_on(&p, "POST", "/v1/logs/days/_query",
+                    "{\"count\":true,\"where\":[{\"field\":\"i\",\"op\":\"gte\",\"value\":10}]}",
+                    "count"),
+        20);
+    CHECK_INT(json_int_on(&p, "GET", "/v1/logs/days/_stats", NULL, "records"), total);
+    CHECK_INT(json_int_on(&p, "GET", "/v1/logs/days/_stats", NULL, "partitions"), 3);
+    json_t *v = NULL;
+    CHECK_INT(client_json(p.base, "GET", "/v1/logs/days/_verify", NULL, &v), 200);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(v, "stats"), "records")), total);
+    json_decref(v);
+    char id[UUID7_LEN + 1], path[128];
+    uuid7_generate(id, a.day_ms[0] + 5, NULL); /* not a record: 404 */
+    snprintf(path, sizeof path, "/v1/logs/days/%s", id);
+    r = req_on(&p, "GET", path);
+    CHECK_INT(r.status, 404);
+    client_free(&r);
+    snprintf(path, sizeof path, "/v1/logs/days/%s", old_id);
+    r = req_on(&p, "GET", path);
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(r.body, "{\"day\":0,\"i\":0}") != NULL);
+    client_free(&r);
+    snprintf(path, sizeof path, "/v1/logs/days/%s", today_id);
+    r = req_on(&p, "GET", path);
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+
+    r = req_on(&p, "POST", "/v1/mirror/install?collection=days");
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+    CHECK_INT(json_int_on(&p, "POST", "/v1/mirror/push", NULL, "inserted"), total);
+    CHECK_INT(json_int_on(&p, "POST", "/v1/mirror/push", NULL, "unchanged"), total);
+    CHECK_INT(client_json(p.base, "GET", "/v1/mirror/verify", NULL, &v), 200);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+
+    CHECK_INT(daemon_stop(&p), 0);
+    daemon_cleanup(&p);
+    unlink(cfg);
+    unlink(mdb);
+}
+
 static const test_case tests[] = {
     {"record_rewritten_by_rename_same_size_same_mtime_is_seen",
      record_rewritten_by_rename_same_size_same_mtime_is_seen},
@@ -539,6 +687,7 @@ static const test_case tests[] = {
      log_and_queue_integers_beyond_int64_read_as_floats},
     {"log_stream_failing_midway_is_a_transfer_error",
      log_stream_failing_midway_is_a_transfer_error},
+    {"partitioned_log_readers_see_every_partition", partitioned_log_readers_see_every_partition},
 };
 
 DAEMON_TEST_MAIN(d, tests)
