@@ -654,6 +654,8 @@ static int catch_up_mode(seglog *s, bool locked, storh_err *err)
             rc = replay(s, locked ? TORN_KEEP : TORN_LEAVE, err);
         if (!rc)
             rc = open_active(s, err);
+        if (rc) /* half-loaded: every later call retries, none uses it */
+            memset(&s->manifest_st, 0, sizeof s->manifest_st);
         return rc;
     }
     struct stat st;
