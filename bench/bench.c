@@ -356,15 +356,16 @@ static void bench_log(const opts *o, bench_result *r)
     query cq;
     query_parse(qb, &cq, NULL);
     json_t *out;
+    logset one = {&s, NULL, 1};
     t = now_s();
-    if (logquery_run(s, &cq, &out, &err))
+    if (logquery_run(&one, &cq, &out, &err))
         die("log count", &err);
     bench_add(r, "log.eq_count_cold", (now_s() - t) * 1e6, "µs", "lower",
               "equality count(), first call (builds the counters by a scan)");
     json_decref(out);
     t = now_s();
     for (int i = 0; i < iters; i++) {
-        if (logquery_run(s, &cq, &out, &err))
+        if (logquery_run(&one, &cq, &out, &err))
             die("log count", &err);
         json_decref(out);
     }
@@ -376,7 +377,9 @@ static void bench_log(const opts *o, bench_result *r)
     bool ex;
     for (long i = 0; i < n; i += 10)
         seglog_delete(s, ids[i], &ex, NULL);
-    size_t live = seglog_count(s);
+    size_t live;
+    if (seglog_count(s, &live, &err))
+        die("count", &err);
     t = now_s();
     if (seglog_compact(s, &out, &err))
         die("compact", &err);
@@ -528,7 +531,7 @@ static void bench_mirror_driver(const opts *o, bench_result *r, const char *pref
     }
     if (docstore_stage_commit(st, NULL, &err))
         die("mirror fill", &err);
-    mirror_source src = {ds, NULL};
+    mirror_source src = {.ds = ds};
     char name[64];
     json_t *tot = json_object();
     double t = now_s();
@@ -577,7 +580,7 @@ static void bench_mirror_driver(const opts *o, bench_result *r, const char *pref
     docstore *empty;
     fsx_pathf(sub, NULL, "%s/%s-restore", o->work, prefix);
     docstore_open(sub, "docs", &empty, NULL);
-    mirror_source dst = {empty, NULL};
+    mirror_source dst = {.ds = empty};
     t = now_s();
     if (mirror_pull(m, c, &dst, tot, &err))
         die("pull", &err);

@@ -177,7 +177,7 @@ int docstore_encode_record(buf *out, const char *id, const json_t *data, storh_e
 int docstore_decode_record(const char *bytes, size_t len, const char *expect_id, json_t **data,
                            storh_err *err)
 {
-    json_t *root = json_loadb(bytes, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    json_t *root = sjson_loadb(bytes, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     if (root) {
         if (!sjson_top_keys_ok(root)) {
             json_decref(root);

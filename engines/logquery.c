@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-int logquery_run(seglog *s, const query *q, json_t **out, storh_err *err)
+int logquery_run(const logset *ls, const query *q, json_t **out, storh_err *err)
 {
     if (q->explain) {
         *out = json_pack("{sssss[]si}", "store", "Storh\\SegmentedLogStore", "plan", "full_scan",
@@ -10,7 +10,10 @@ int logquery_run(seglog *s, const query *q, json_t **out, storh_err *err)
         return 0;
     }
     if (q->count && q->ngroups == 0 && !q->has_cursor) {
-        size_t n = seglog_count(s);
+        size_t n;
+        int rc = logset_count(ls, &n, err);
+        if (rc)
+            return rc;
         if (q->limit && n > q->limit)
             n = q->limit;
         *out = json_pack("{sI}", "count", (json_int_t)n);
@@ -21,7 +24,7 @@ int logquery_run(seglog *s, const query *q, json_t **out, storh_err *err)
         size_t n;
         bool served;
         int rc =
-            seglog_count_eq(s, q->groups[0].c[0].field, q->groups[0].c[0].value, &n, &served, err);
+            logset_count_eq(ls, q->groups[0].c[0].field, q->groups[0].c[0].value, &n, &served, err);
         if (rc)
             return rc;
         if (served) {
@@ -37,13 +40,13 @@ int logquery_run(seglog *s, const query *q, json_t **out, storh_err *err)
     recquery_init(&rq);
     if (q->has_cursor)
         recquery_after(&rq, q->cursor, UUID7_LEN, NULL);
-    seglog_iter *it = NULL;
-    int rc = seglog_iter_open(s, &rq, &it, err);
+    logset_iter *it = NULL;
+    int rc = logset_iter_open(ls, &rq, &it, err);
     json_t *rows = json_array();
     while (!rc) {
         const char *id;
         json_t *data;
-        int r = seglog_iter_next(it, &id, &data, err);
+        int r = logset_iter_next(it, &id, &data, err);
         if (r == 0)
             break;
         if (r < 0) {
@@ -57,7 +60,7 @@ int logquery_run(seglog *s, const query *q, json_t **out, storh_err *err)
         if (early && json_array_size(rows) >= q->limit)
             break;
     }
-    seglog_iter_close(it);
+    logset_iter_close(it);
     recquery_clear(&rq);
     if (rc) {
         json_decref(rows);

@@ -257,7 +257,7 @@ static bool apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap
     event_fields f;
     if (fast_event(j, jl, &f))
         return apply_event(s, &f);
-    json_t *ev = json_loadb(j, jl, JSON_ALLOW_NUL, NULL);
+    json_t *ev = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
     bool ok = false;
     if (!ev || !sjson_top_keys_ok(ev)) {
         snprintf(msg, cap, "Log queue event must be an object.");

@@ -12,11 +12,23 @@
 
 #define ENTRY_OVERHEAD 160 /* node, map slot and jansson headers, roughly */
 
+/* What every publish changes (a compact copy of the stat fields). */
+typedef struct file_state {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim, ctim;
+} file_state;
+
+static file_state state_of(const struct stat *st)
+{
+    return (file_state){st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim};
+}
+
 typedef struct node {
     char id[IDMAP_KEY];
-    json_t *data; /* NULL: no such record */
-    time_t mtime;
-    off_t size;
+    json_t *data;  /* NULL: no such record */
+    file_state st; /* of the file the data came from */
     XXH128_hash_t hash;
     size_t bytes;
     struct node *prev, *next; /* LRU: head is the most recent */
@@ -114,6 +126,16 @@ static node *find(rcache *c, const char *id)
     return slot ? *slot : NULL;
 }
 
+/* Every publish (storh's or storhd's write to a temp file then rename)
+ * gives the path a new inode and a new ctime, so a same-size rewrite in the
+ * same second is seen too; an in-place edit changes mtime or ctime. */
+static bool same_file_state(const file_state *a, const file_state *b)
+{
+    return a->ino == b->ino && a->dev == b->dev && a->size == b->size &&
+           a->mtim.tv_sec == b->mtim.tv_sec && a->mtim.tv_nsec == b->mtim.tv_nsec &&
+           a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
+}
+
 static bool still_valid(rcache *c, const node *n, const char *path)
 {
     if (c->mode == RCACHE_TRUST)
@@ -122,12 +144,15 @@ static bool still_valid(rcache *c, const node *n, const char *path)
     bool exists = stat(path, &st) == 0;
     if (!n->data)
         return !exists;
-    if (!exists || st.st_mtime != n->mtime || st.st_size != n->size)
+    file_state now = exists ? state_of(&st) : (file_state){0};
+    if (!exists || now.size != n->st.size)
         return false;
     if (c->mode == RCACHE_STAT)
-        return true;
+        return same_file_state(&now, &n->st);
+    if (now.mtim.tv_sec != n->st.mtim.tv_sec)
+        return false;
     buf b = BUF_INIT;
-    bool same = fsx_read_all(path, &b, NULL) == 0 && (off_t)b.len == n->size;
+    bool same = fsx_read_all(path, &b, NULL) == 0 && (off_t)b.len == n->st.size;
     if (same) {
         XXH128_hash_t h = XXH3_128bits(b.data, b.len);
         same = XXH128_isEqual(h, n->hash);
@@ -170,10 +195,8 @@ void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat
         return;
     memcpy(n->id, id, IDMAP_KEY);
     n->data = data ? json_incref((json_t *)data) : NULL;
-    if (st) {
-        n->mtime = st->st_mtime;
-        n->size = st->st_size;
-    }
+    if (st)
+        n->st = state_of(st);
     if (bytes && c->mode == RCACHE_HASH)
         n->hash = XXH3_128bits(bytes, len);
     n->bytes = cost;

@@ -160,7 +160,7 @@ static int parse_envelope(const char *j, size_t jl, int *op, char id[UUID7_LEN +
         id[UUID7_LEN] = '\0';
         return 0;
     }
-    json_t *v = json_loadb(j, jl, JSON_ALLOW_NUL, NULL);
+    json_t *v = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
     json_t *o = json_object_get(v, "op"), *i = json_object_get(v, "id");
     int rc = -1;
     if (json_is_object(v) && json_is_string(o) && json_is_string(i) &&
@@ -270,8 +270,14 @@ static uint64_t scan_lines(seglog *s, uint32_t si, const char *b, uint64_t base,
     return base + pos;
 }
 
+/* What replay does with an invalid unterminated tail: a writer under the
+ * flock cuts it (a torn write) or keeps its bytes counted (appends go after
+ * it); a reader without the flock leaves it unread, since another process
+ * may still be writing that line. */
+enum { TORN_TRUNCATE, TORN_KEEP, TORN_LEAVE };
+
 /* Rebuilds the state index from every listed segment. */
-static int replay(seglog *s, bool truncate_torn, storh_err *err)
+static int replay(seglog *s, int torn_mode, storh_err *err)
 {
     json_decref(s->counters);
     s->counters = NULL;
@@ -296,7 +302,9 @@ static int replay(seglog *s, bool truncate_torn, storh_err *err)
         bool torn;
         uint64_t end = scan_lines(s, i, b.data ? b.data : "", 0, b.len, &torn);
         g->size = b.len;
-        if (torn && truncate_torn) {
+        if (torn && torn_mode == TORN_LEAVE)
+            g->size = end;
+        if (torn && torn_mode == TORN_TRUNCATE) {
             if (truncate(path, (off_t)end) != 0) {
                 buf_free(&b);
                 return storh_err_sys(err, errno, "Could not truncate torn tail of %s", path);
@@ -363,6 +371,10 @@ static int manifest_load(seglog *s, bool *exists, storh_err *err)
     int rc = fsx_pathf(path, err, "%s/manifest.jsonc", s->dir);
     if (rc)
         return rc;
+    /* stat first: a manifest replaced after the read is then seen as
+     * changed by the next check, never taken for the one that was read */
+    struct stat st;
+    bool have_st = stat(path, &st) == 0;
     buf b = BUF_INIT;
     rc = fsx_read_all(path, &b, err);
     *exists = rc != STORH_ENOTFOUND;
@@ -403,7 +415,10 @@ static int manifest_load(seglog *s, bool *exists, storh_err *err)
     json_t *ns = json_object_get(m, "nextSegment");
     s->next_segment = json_is_integer(ns) ? json_integer_value(ns) : 2;
     json_decref(m);
-    stat(path, &s->manifest_st);
+    if (have_st)
+        s->manifest_st = st;
+    else
+        memset(&s->manifest_st, 0, sizeof s->manifest_st);
     return rc;
 }
 
@@ -592,7 +607,7 @@ int seglog_open(const char *root, const char *name, const seglog_opts *o, bool c
             rc = fsx_fsync_dir(d, err);
     }
     if (!rc)
-        rc = replay(s, true, err);
+        rc = replay(s, TORN_TRUNCATE, err);
     if (!rc)
         rc = manifest_write(s, err);
     if (!rc)
@@ -625,16 +640,24 @@ void seglog_close(seglog *s)
     free(s);
 }
 
-/* Under mu and the flock: catch up with what other processes did. */
-static int catch_up(seglog *s, storh_err *err)
+/* Under mu: catch up with what other processes published, at the cost of a
+ * stat of the manifest and an fstat of the active segment when nothing
+ * changed. A new manifest (a roll or a compaction elsewhere) replays the
+ * log; lines appended to the active segment are applied from where this
+ * process stopped reading. locked: the flock is held too (a writer about to
+ * append); otherwise this is a read, and a line another process is still
+ * writing (an invalid unterminated tail) is left for the next read. */
+static int catch_up_mode(seglog *s, bool locked, storh_err *err)
 {
     if (manifest_changed(s)) {
         bool exists;
         int rc = manifest_load(s, &exists, err);
         if (!rc)
-            rc = replay(s, false, err);
+            rc = replay(s, locked ? TORN_KEEP : TORN_LEAVE, err);
         if (!rc)
             rc = open_active(s, err);
+        if (rc) /* half-loaded: every later call retries, none uses it */
+            memset(&s->manifest_st, 0, sizeof s->manifest_st);
         return rc;
     }
     struct stat st;
@@ -656,11 +679,24 @@ static int catch_up(seglog *s, storh_err *err)
     /* scan_lines works on segment offsets: shift the buffer view */
     bool torn;
     s->need_lf = false;
-    scan_lines(s, (uint32_t)(s->nsegs - 1), b, from, (uint64_t)r, &torn);
-    a->size = from + (uint64_t)r;
+    uint64_t end = scan_lines(s, (uint32_t)(s->nsegs - 1), b, from, (uint64_t)r, &torn);
+    a->size = torn && !locked ? end : from + (uint64_t)r;
     gcommit_written(&s->gc, a->size);
     free(b);
     return 0;
+}
+
+/* Under mu and the flock, before a write. */
+static int catch_up(seglog *s, storh_err *err)
+{
+    return catch_up_mode(s, true, err);
+}
+
+/* Under mu, before a read: every read sees what was published before it
+ * began, by this process or another (storh included). */
+static int refresh(seglog *s, storh_err *err)
+{
+    return catch_up_mode(s, false, err);
 }
 
 static int write_sparse(seglog *s, seg *g, storh_err *err)
@@ -956,7 +992,7 @@ static int decode_put(const char *line, size_t len, const char *want_id, json_t 
     int rc = frame_decode(line, len, false, &j, &jl, err);
     if (rc)
         return rc;
-    json_t *env = json_loadb(j, jl, JSON_ALLOW_NUL, NULL);
+    json_t *env = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
     const char *op = json_string_value(json_object_get(env, "op"));
     const char *id = json_string_value(json_object_get(env, "id"));
     if (!env || !op || !id || strcmp(op, "put") || (want_id && strcmp(id, want_id))) {
@@ -976,34 +1012,39 @@ int seglog_get(seglog *s, const char *id, json_t **data, storh_err *err)
     char file[NAME_CAP];
     uint64_t off;
     pthread_mutex_lock(&s->mu);
-    live *v = idmap_get(&s->state, id);
+    int rc = refresh(s, err);
+    live *v = rc ? NULL : idmap_get(&s->state, id);
     bool found = v && !v->deleted;
     if (found) {
         snprintf(file, sizeof file, "%s", s->segs[v->seg].file);
         off = v->off;
     }
     pthread_mutex_unlock(&s->mu);
+    if (rc)
+        return rc;
     if (!found)
         return storh_err_set(err, STORH_ENOTFOUND, "Log record not found: %s", id);
     buf line = BUF_INIT;
-    int rc = read_line_at(s, file, off, &line, err);
+    rc = read_line_at(s, file, off, &line, err);
     if (!rc)
         rc = decode_put(line.data, line.len, id, data, err);
     buf_free(&line);
     return rc;
 }
 
-size_t seglog_count(seglog *s)
+int seglog_count(seglog *s, size_t *count, storh_err *err)
 {
     pthread_mutex_lock(&s->mu);
+    int rc = refresh(s, err);
     size_t n = 0, pos = 0;
     const char *k;
     void *v;
-    while (idmap_next(&s->state, &pos, &k, &v))
+    while (!rc && idmap_next(&s->state, &pos, &k, &v))
         if (!((live *)v)->deleted)
             n++;
     pthread_mutex_unlock(&s->mu);
-    return n;
+    *count = n;
+    return rc;
 }
 
 /* ---------- bulk appends through a spool file ---------- */
@@ -1208,6 +1249,12 @@ int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err 
     if (q && q->has_from && (!lower || strcmp(q->min_id, lower) > 0))
         lower = q->min_id;
     pthread_mutex_lock(&s->mu);
+    int rc = refresh(s, err);
+    if (rc) {
+        pthread_mutex_unlock(&s->mu);
+        free(it);
+        return rc;
+    }
     it->snap = calloc(s->nsegs, sizeof *it->snap);
     if (it->snap) {
         it->nsnap = s->nsegs;
@@ -1491,7 +1538,7 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
     s->nsegs = nouts + 1;
     rc = manifest_write(s, err);
     if (!rc)
-        rc = replay(s, false, err);
+        rc = replay(s, TORN_KEEP, err);
     estats_add(ESTAT_LOG_COMPACT, 1);
     if (!rc && report)
         *report = json_pack("{sbsIsI}", "ok", 1, "segments", (json_int_t)nouts, "records",
@@ -1577,8 +1624,11 @@ static json_t *stats_locked(seglog *s)
 int seglog_stats(seglog *s, json_t **out, storh_err *err)
 {
     pthread_mutex_lock(&s->mu);
-    *out = stats_locked(s);
+    int rc = refresh(s, err);
+    *out = rc ? NULL : stats_locked(s);
     pthread_mutex_unlock(&s->mu);
+    if (rc)
+        return rc;
     return *out ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
 }
 
@@ -1605,6 +1655,12 @@ int seglog_verify(seglog *s, json_t **out, storh_err *err)
         pthread_mutex_unlock(&s->mu);
         return rc;
     }
+    rc = catch_up(s, err); /* drift is measured against what is published */
+    if (rc) {
+        unlock(s);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     json_t *errors = json_array();
     idmap before;
     idmap_init(&before, sizeof(live));
@@ -1619,7 +1675,7 @@ int seglog_verify(seglog *s, json_t **out, storh_err *err)
         if (manifest_load(s, &exists, &rerr) == 0)
             open_active(s, &rerr);
     }
-    if (replay(s, false, &rerr) != 0)
+    if (replay(s, TORN_KEEP, &rerr) != 0)
         json_array_append_new(errors, json_string(rerr.msg));
     else if (!states_equal(&before, &s->state))
         json_array_append_new(errors, json_string("Segmented log state index drift."));
@@ -1688,7 +1744,7 @@ int seglog_repair(seglog *s, json_t **out, storh_err *err)
     }
     rc = catch_up(s, err);
     if (!rc)
-        rc = replay(s, true, err);
+        rc = replay(s, TORN_TRUNCATE, err);
     size_t quarantined = 0;
     bool active_rewritten = false;
     for (size_t i = 0; !rc && i < s->nsegs; i++) {
@@ -1722,7 +1778,7 @@ int seglog_repair(seglog *s, json_t **out, storh_err *err)
         buf_free(&keep);
     }
     if (!rc && quarantined)
-        rc = replay(s, true, err);
+        rc = replay(s, TORN_TRUNCATE, err);
     if (!rc && active_rewritten)
         rc = open_active(s, err);
     if (!rc)
@@ -1760,7 +1816,7 @@ static void counters_note(seglog *s, int op, bool fresh, const char *line, size_
     size_t jl;
     if (frame_decode(line, len, false, &j, &jl, NULL) != 0)
         return;
-    json_t *env = json_loadb(j, jl, JSON_ALLOW_NUL, NULL);
+    json_t *env = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
     json_t *data = seglog_envelope_data(env);
     const char *field;
     json_t *counts;
@@ -1782,6 +1838,11 @@ int seglog_count_eq(seglog *s, const char *field, const json_t *value, size_t *n
     *served = false;
     if (json_is_object(value) || json_is_array(value))
         return 0;
+    pthread_mutex_lock(&s->mu);
+    int rc = refresh(s, err);
+    pthread_mutex_unlock(&s->mu);
+    if (rc)
+        return rc;
     buf key = BUF_INIT;
     sjson_encode(&key, value, 0, NULL);
     pthread_mutex_lock(&s->mu);
@@ -1805,7 +1866,7 @@ int seglog_count_eq(seglog *s, const char *field, const json_t *value, size_t *n
     pthread_mutex_unlock(&s->mu);
     json_t *built = json_object();
     seglog_iter *it = NULL;
-    int rc = seglog_iter_open(s, NULL, &it, err);
+    rc = seglog_iter_open(s, NULL, &it, err);
     const char *id;
     json_t *data;
     while (!rc) {

@@ -17,7 +17,10 @@
  *
  * Appends are durable on return and share fsyncs (gcommit). Threads share a
  * seglog: every operation takes its mutex; mutations also take the flock
- * that excludes other processes (PHP storh included). */
+ * that excludes other processes (PHP storh included). Every read (get,
+ * iterate, count, stats) and every write first catches up with what other
+ * processes published: a stat of the manifest and of the active segment,
+ * then only the new lines are read (a changed manifest replays the log). */
 #ifndef STORH_SEGLOG_H
 #define STORH_SEGLOG_H
 
@@ -86,8 +89,8 @@ int seglog_stats(seglog *s, json_t **out, storh_err *err);
 int seglog_verify(seglog *s, json_t **out, storh_err *err);
 /* repair(): quarantine bad lines, rewrite their segments, recover. */
 int seglog_repair(seglog *s, json_t **out, storh_err *err);
-/* Live records. */
-size_t seglog_count(seglog *s);
+/* Live records into *n. */
+int seglog_count(seglog *s, size_t *n, storh_err *err);
 /* count() of field == value from the equality counters (storh's fast path):
  * *served false when the field cannot be counted that way (more than 64
  * distinct values, or a non-scalar value); the caller then scans. */

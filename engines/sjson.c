@@ -303,10 +303,72 @@ int sjson_encode_doc(buf *out, const json_t *obj, unsigned flags, storh_err *err
     return rc;
 }
 
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* An integer literal ("-"? digits) beyond int64, which PHP reads as a float. */
+static bool int_beyond_int64(const char *p, size_t n)
+{
+    size_t i = p[0] == '-';
+    size_t nd = n - i;
+    if (nd != 19)
+        return nd > 19;
+    return memcmp(p + i, i ? "9223372036854775808" : "9223372036854775807", 19) > 0;
+}
+
+/* s with ".0" after every integer literal beyond int64 outside strings, so
+ * jansson reads it with strtod, as PHP's json_decode does. */
+static void widen_big_ints(buf *out, const char *s, size_t len)
+{
+    size_t run = 0, i = 0;
+    while (i < len) {
+        char c = s[i];
+        if (c == '"') {
+            for (i++; i < len && s[i] != '"'; i += s[i] == '\\' ? 2 : 1)
+                ;
+            i++;
+            continue;
+        }
+        if (c != '-' && !is_digit(c)) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        bool integral = true;
+        for (; j < len && (is_digit(s[j]) || (s[j] && strchr(".eE+-", s[j]))); j++)
+            integral = integral && is_digit(s[j]);
+        if (integral && int_beyond_int64(s + i, j - i)) {
+            buf_append(out, s + run, j - run);
+            buf_append(out, ".0", 2);
+            run = j;
+        }
+        i = j;
+    }
+    if (run < len)
+        buf_append(out, s + run, len - run);
+}
+
+json_t *sjson_loadb(const char *s, size_t len, size_t flags, json_error_t *error)
+{
+    json_error_t local = {0};
+    json_error_t *e = error ? error : &local;
+    json_t *v = json_loadb(s, len, flags, e);
+    if (v || json_error_code(e) != json_error_numeric_overflow)
+        return v;
+    buf w = BUF_INIT;
+    widen_big_ints(&w, s, len);
+    if (!buf_failed(&w))
+        v = json_loadb(w.data ? w.data : "", w.len, flags, e);
+    buf_free(&w);
+    return v;
+}
+
 json_t *sjson_decode(const char *s, size_t len, storh_err *err)
 {
     json_error_t je;
-    json_t *v = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    json_t *v = sjson_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!v)
         storh_err_set(err, STORH_EINVAL, "Invalid JSON at line %d, column %d: %s", je.line,
                       je.column, je.text);
@@ -410,7 +472,7 @@ json_t *sjson_decode_jsonc_object(const char *s, size_t len, storh_err *err)
     size_t tl = len;
     trim(&t, &tl);
     if (braced(t, tl)) {
-        json_t *v = json_loadb(t, tl, JSON_ALLOW_NUL, NULL);
+        json_t *v = sjson_loadb(t, tl, JSON_ALLOW_NUL, NULL);
         if (v)
             return check_object(v, err);
     }
@@ -424,7 +486,7 @@ json_t *sjson_decode_jsonc_object(const char *s, size_t len, storh_err *err)
         storh_err_set(err, STORH_ECORRUPT, "JSONC document must decode to an object.");
     } else {
         json_error_t je;
-        v = json_loadb(c, cl, JSON_ALLOW_NUL, &je);
+        v = sjson_loadb(c, cl, JSON_ALLOW_NUL, &je);
         if (!v)
             storh_err_set(err, STORH_ECORRUPT, "Invalid JSONC at line %d, column %d: %s", je.line,
                           je.column, je.text);

@@ -27,6 +27,11 @@ void sjson_encode_string(buf *out, const char *s, size_t len);
  * length written to out (at most 31 bytes plus NUL). */
 int sjson_format_double(double v, char out[32]);
 
+/* jansson's json_loadb (same flags and error) with PHP json_decode's rule
+ * for integers outside int64: they decode as floats (12345678901234567890
+ * -> 1.2345678901234567e+19), while integers that fit stay integers. Every
+ * reader of storh's files decodes through this. */
+json_t *sjson_loadb(const char *s, size_t len, size_t flags, json_error_t *error);
 /* Strict JSON of any type. Returns a new reference (caller decrefs) or NULL
  * with err set (STORH_EINVAL, message names line and column). */
 json_t *sjson_decode(const char *s, size_t len, storh_err *err);

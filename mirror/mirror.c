@@ -418,16 +418,16 @@ static int each_record(const mirror_source *src, each_fn fn, void *ctx, storh_er
         }
         docstore_iter_close(it);
     } else {
-        seglog_iter *it;
-        if ((rc = seglog_iter_open(src->log, NULL, &it, err)))
+        logset_iter *it;
+        if ((rc = logset_iter_open(&src->logs, NULL, &it, err)))
             return rc;
-        while ((rc = seglog_iter_next(it, &id, &data, err)) == 1) {
+        while ((rc = logset_iter_next(it, &id, &data, err)) == 1) {
             rc = fn(ctx, id, data, err);
             json_decref(data);
             if (rc)
                 break;
         }
-        seglog_iter_close(it);
+        logset_iter_close(it);
     }
     return rc < 0 ? rc : 0;
 }
@@ -435,7 +435,7 @@ static int each_record(const mirror_source *src, each_fn fn, void *ctx, storh_er
 static int source_get(const mirror_source *src, const char *id, json_t **data, storh_err *err)
 {
     return src->ds ? docstore_get(src->ds, id, data, NULL, err)
-                   : seglog_get(src->log, id, data, err);
+                   : logset_get(&src->logs, id, data, err);
 }
 
 typedef struct push_ctx {

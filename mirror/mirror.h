@@ -20,6 +20,7 @@
 #include "docstore.h"
 #include "mdriver.h"
 #include "schema.h"
+#include "logset.h"
 #include "seglog.h"
 
 typedef struct mirror_coll {
@@ -32,7 +33,8 @@ typedef struct mirror_coll {
 
 typedef struct mirror_source {
     docstore *ds; /* exactly one of ds and log */
-    seglog *log;
+    seglog *log;  /* where a pull writes (a partitioned stream's current partition) */
+    logset logs;  /* what reads see: every partition of a partitioned stream */
 } mirror_source;
 
 typedef struct mirror {

@@ -4,6 +4,7 @@
 
 #include "docstore.h"
 #include "h_docs.h"
+#include "h_logs.h"
 #include "http.h"
 #include "logquery.h"
 #include "query.h"
@@ -42,22 +43,19 @@ int h_docs_query(http_req *req)
 
 int h_logs_query(http_req *req)
 {
-    service *svc = http_service(req);
-    const char *name = http_param(req, "stream");
-    seglog_opts o;
-    char msg[160];
-    if (config_log_opts(&svc->cfg, name, &o, msg, sizeof msg))
-        return http_reply_error(req, 500, "%s", msg);
-    seglog *s;
-    storh_err err;
-    if (registry_seglog(svc->reg, name, &o, false, &s, &err))
-        return http_reply_storh(req, &err);
-    query q;
-    if (!body_query(req, &q))
+    logset ls;
+    if (!h_logs_set(req, &ls))
         return 0;
+    query q;
+    if (!body_query(req, &q)) {
+        logset_free(&ls);
+        return 0;
+    }
     json_t *out;
-    int rc = logquery_run(s, &q, &out, &err);
+    storh_err err;
+    int rc = logquery_run(&ls, &q, &out, &err);
     query_free(&q);
+    logset_free(&ls);
     if (rc)
         return http_reply_storh(req, &err);
     return http_reply_owned(req, 200, out);

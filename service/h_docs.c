@@ -180,24 +180,24 @@ static void list_free(void *p)
     free(s);
 }
 
-static int list_fill(void *p, buf *out, size_t max)
+static int list_fill(void *p, buf *out, size_t max, storh_err *err)
 {
     list_state *s = p;
     while (out->len < max) {
         const char *id;
         json_t *data;
-        storh_err err;
-        int rc = docstore_iter_next(s->it, &id, &data, &err);
+        int rc = docstore_iter_next(s->it, &id, &data, err);
         if (rc == 0)
             return 1;
-        if (rc < 0) {
-            fprintf(stderr, "{\"msg\":\"stream aborted\",\"error\":\"%s\"}\n", storh_err_name(rc));
-            return -1; /* a truncated transfer, never a silent gap */
-        }
-        rc = docstore_encode_record(out, id, data, &err);
+        if (rc < 0)
+            return rc; /* a truncated transfer, never a silent gap */
+        size_t mark = out->len;
+        rc = docstore_encode_record(out, id, data, err);
         json_decref(data);
-        if (rc)
-            return -1;
+        if (rc) {
+            out->len = mark; /* only whole rows before the abort */
+            return rc;
+        }
     }
     return 0;
 }

@@ -1,14 +1,11 @@
 #include "h_logs.h"
 
-#include <dirent.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "apierr.h"
-#include "fsx.h"
 #include "http.h"
 #include "ndjson.h"
 #include "reqparse.h"
@@ -35,6 +32,24 @@ static seglog *log_for(http_req *req, int64_t ts_ms, bool create)
         return NULL;
     }
     return s;
+}
+
+bool h_logs_set(http_req *req, logset *ls)
+{
+    service *svc = http_service(req);
+    const char *name = http_param(req, "stream");
+    seglog_opts o;
+    char msg[160];
+    if (config_log_opts(&svc->cfg, name, &o, msg, sizeof msg)) {
+        http_reply_error(req, 500, "%s", msg);
+        return false;
+    }
+    storh_err err;
+    if (registry_logset(svc->reg, name, &o, ls, &err)) {
+        http_reply_storh(req, &err);
+        return false;
+    }
+    return true;
 }
 
 static int64_t id_ms(const char *id)
@@ -114,105 +129,42 @@ int h_logs_delete(http_req *req)
 
 typedef struct list_state {
     recquery q;
-    seglog **logs;
-    size_t nlogs, cur;
-    seglog_iter *it;
-    size_t emitted;
+    logset ls;
+    logset_iter *it;
 } list_state;
 
 static void list_free(void *p)
 {
     list_state *s = p;
-    seglog_iter_close(s->it);
+    logset_iter_close(s->it);
+    logset_free(&s->ls);
     recquery_clear(&s->q);
-    free(s->logs);
     free(s);
 }
 
-static int list_fill(void *p, buf *out, size_t max)
+static int list_fill(void *p, buf *out, size_t max, storh_err *err)
 {
     list_state *s = p;
     while (out->len < max) {
-        if (s->q.limit && s->emitted >= s->q.limit)
-            return 1;
-        if (!s->it) {
-            if (s->cur >= s->nlogs)
-                return 1;
-            if (seglog_iter_open(s->logs[s->cur++], &s->q, &s->it, NULL))
-                return -1;
-        }
         const char *id;
         json_t *data;
-        storh_err err;
-        int rc = seglog_iter_next(s->it, &id, &data, &err);
-        if (rc == 0) {
-            seglog_iter_close(s->it);
-            s->it = NULL;
-            continue;
-        }
+        int rc = logset_iter_next(s->it, &id, &data, err);
+        if (rc == 0)
+            return 1;
         if (rc < 0)
-            return -1; /* a truncated transfer, never a silent gap */
+            return rc; /* a truncated transfer, never a silent gap */
         json_t *row = json_pack("{sssO}", "id", id, "data", data);
         json_decref(data);
-        rc = row ? sjson_encode(out, row, 0, &err) : -1;
+        size_t mark = out->len;
+        rc = row ? sjson_encode(out, row, 0, err)
+                 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
         json_decref(row);
-        if (rc)
-            return -1;
+        if (rc) {
+            out->len = mark; /* only whole rows before the abort */
+            return rc;
+        }
         buf_appendc(out, '\n');
-        s->emitted++;
     }
-    return 0;
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Opens every partition directory of a partitioned stream, oldest first. */
-static int open_partitions(http_req *req, list_state *s, const seglog_opts *o)
-{
-    service *svc = http_service(req);
-    const char *name = http_param(req, "stream");
-    char dir[PATH_MAX];
-    if (fsx_pathf(dir, NULL, "%s/%s/partitions", svc->cfg.root, name))
-        return http_reply_error(req, 400, "Path too long.");
-    DIR *d = opendir(dir);
-    if (!d)
-        return http_reply_error(req, 404, "No such log: %s", name);
-    char **names = NULL;
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        char **nn = realloc(names, (n + 1) * sizeof *nn);
-        if (!nn)
-            break;
-        names = nn;
-        names[n++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(names, n, sizeof *names, name_cmp);
-    s->logs = calloc(n ? n : 1, sizeof *s->logs);
-    for (size_t i = 0; i < n && s->logs; i++) {
-        /* the partition's day or month, back to a timestamp inside it */
-        struct tm tm = {0};
-        int y = 0, m = 0, day = 1;
-        if (sscanf(names[i], "%d-%d-%d", &y, &m, &day) < 2)
-            continue;
-        tm.tm_year = y - 1900;
-        tm.tm_mon = m - 1;
-        tm.tm_mday = day;
-        seglog_opts po = *o;
-        po.partition_ts_ms = (int64_t)timegm(&tm) * 1000;
-        seglog *lg;
-        if (registry_seglog(svc->reg, name, &po, false, &lg, NULL) == 0)
-            s->logs[s->nlogs++] = lg;
-    }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
     return 0;
 }
 
@@ -227,27 +179,14 @@ int h_logs_list(http_req *req)
         list_free(s);
         return http_reply_error(req, 400, "%s", msg);
     }
-    service *svc = http_service(req);
-    seglog_opts o;
-    if (config_log_opts(&svc->cfg, http_param(req, "stream"), &o, msg, sizeof msg)) {
+    if (!h_logs_set(req, &s->ls)) {
         list_free(s);
-        return http_reply_error(req, 500, "%s", msg);
+        return 0; /* replied */
     }
-    if (o.partition != SEGLOG_PART_NONE) {
-        open_partitions(req, s, &o);
-        if (!s->logs) {
-            list_free(s);
-            return 0; /* replied */
-        }
-    } else {
-        seglog *lg = log_for(req, -1, false);
-        if (!lg) {
-            list_free(s);
-            return 0;
-        }
-        s->logs = malloc(sizeof *s->logs);
-        if (s->logs)
-            s->logs[s->nlogs++] = lg;
+    storh_err err;
+    if (logset_iter_open(&s->ls, &s->q, &s->it, &err)) {
+        list_free(s);
+        return http_reply_storh(req, &err);
     }
     return http_reply_stream(req, 200, "application/x-ndjson", list_fill, s, list_free);
 }
@@ -321,14 +260,29 @@ static int json_op(http_req *req, int (*fn)(seglog *, json_t **, storh_err *))
     return http_reply_owned(req, 200, out);
 }
 
+/* A read over every log of the stream (every partition). */
+static int set_op(http_req *req, int (*fn)(const logset *, json_t **, storh_err *))
+{
+    logset ls;
+    if (!h_logs_set(req, &ls))
+        return 0;
+    json_t *out;
+    storh_err err;
+    int rc = fn(&ls, &out, &err);
+    logset_free(&ls);
+    if (rc)
+        return http_reply_storh(req, &err);
+    return http_reply_owned(req, 200, out);
+}
+
 int h_logs_stats(http_req *req)
 {
-    return json_op(req, seglog_stats);
+    return set_op(req, logset_stats);
 }
 
 static int verify_work(http_req *req)
 {
-    return json_op(req, seglog_verify);
+    return set_op(req, logset_verify);
 }
 
 int h_logs_verify(http_req *req)

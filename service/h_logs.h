@@ -5,9 +5,17 @@
 #ifndef STORHD_H_LOGS_H
 #define STORHD_H_LOGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+#include "logset.h"
+
 typedef struct http_req http_req;
+
+/* The logs a read of this request's stream covers (every partition of a
+ * partitioned stream), through the registry; false when it has replied
+ * (404, 500). Free with logset_free. */
+bool h_logs_set(http_req *req, logset *ls);
 
 int h_logs_append(http_req *req);
 int h_logs_get(http_req *req);

@@ -41,6 +41,8 @@ static mirror *mirror_for(http_req *req)
     return NULL;
 }
 
+/* Release with source_done. A log is created if missing (a pull may
+ * restore into it); reads see every partition. */
 static int source_for(service *svc, const mirror_coll *c, mirror_source *src, storh_err *err)
 {
     memset(src, 0, sizeof *src);
@@ -50,7 +52,13 @@ static int source_for(service *svc, const mirror_coll *c, mirror_source *src, st
     char msg[160];
     if (config_log_opts(&svc->cfg, c->name, &o, msg, sizeof msg))
         return storh_err_set(err, STORH_EINVAL, "%s", msg);
-    return registry_seglog(svc->reg, c->name, &o, true, &src->log, err);
+    int rc = registry_seglog(svc->reg, c->name, &o, true, &src->log, err);
+    return rc ? rc : registry_logset(svc->reg, c->name, &o, &src->logs, err);
+}
+
+static void source_done(mirror_source *src)
+{
+    logset_free(&src->logs);
 }
 
 /* The collections a call covers: ?collection=NAME, or every one of the
@@ -114,8 +122,10 @@ static int each_collection(http_req *req, coll_op op, json_t *acc)
         bool is_log = json_is_true(json_object_get(declared, name));
         json_decref(declared);
         const mirror_coll *c = mirror_find(m, name, is_log, &err);
-        mirror_source src;
-        if (!c || source_for(svc, c, &src, &err) || op(m, c, &src, acc, &err)) {
+        mirror_source src = {0};
+        bool failed = !c || source_for(svc, c, &src, &err) || op(m, c, &src, acc, &err);
+        source_done(&src);
+        if (failed) {
             http_reply_storh(req, &err);
             rc = -1;
             break;
@@ -225,7 +235,7 @@ static int flush_work(http_req *req)
     mirror *m = mirror_for(req);
     storh_err err;
     const mirror_coll *c = NULL;
-    mirror_source src;
+    mirror_source src = {0};
     json_t *out = NULL;
     if (!m) {
     } else if (!name || !route_valid_name(name)) {
@@ -236,6 +246,7 @@ static int flush_work(http_req *req)
     } else {
         http_reply_owned(req, 200, out);
     }
+    source_done(&src);
     json_decref(body);
     return 0;
 }
@@ -270,11 +281,12 @@ static void push_all(service *svc, mirror *m)
         bool is_log = json_is_true(json_object_get(declared, json_string_value(v)));
         json_decref(declared);
         const mirror_coll *c = mirror_find(m, json_string_value(v), is_log, &err);
-        mirror_source src;
+        mirror_source src = {0};
         if (!c || source_for(svc, c, &src, &err) || mirror_push(m, c, &src, acc, &err))
             accesslog_event("background push failed",
                             json_pack("{ssssss}", "mirror", m->name, "collection",
                                       json_string_value(v), "error", err.msg));
+        source_done(&src);
     }
     json_decref(acc);
     json_decref(names);

@@ -333,21 +333,43 @@ typedef struct stream {
     void (*state_free)(void *);
     buf pending;
     size_t off;
-    bool done;
+    bool done, failed;
+    storh_err err; /* why it failed */
 } stream;
+
+/* Logs why a streamed body stops short; the access log line then reports
+ * the request as the server error it is, not as a client that went away. */
+static void stream_abort(http_req *req, const storh_err *err)
+{
+    snprintf(req->log_error, sizeof req->log_error, "Stream aborted: %.230s", err->msg);
+    req->status = 500;
+    accesslog_event("stream aborted",
+                    json_pack("{sssssIss}", "method", req->method, "path", req->url ? req->url : "",
+                              "bytes_out", (json_int_t)atomic_load(&req->bytes_out), "error",
+                              err->msg));
+}
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 {
     (void)pos;
     stream *s = cls;
     while (s->off >= s->pending.len) {
+        if (s->failed) {
+            stream_abort(s->req, &s->err);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
         if (s->done)
             return MHD_CONTENT_READER_END_OF_STREAM;
         buf_reset(&s->pending);
         s->off = 0;
-        int rc = s->fill(s->state, &s->pending, max);
-        if (rc < 0 || buf_failed(&s->pending))
-            return MHD_CONTENT_READER_END_WITH_ERROR;
+        int rc = s->fill(s->state, &s->pending, max, &s->err);
+        if (rc >= 0 && buf_failed(&s->pending)) {
+            rc = storh_err_set(&s->err, STORH_ENOMEM, "Out of memory.");
+            buf_reset(&s->pending);
+        }
+        /* the whole rows before a failure go out first, then the abort */
+        if (rc < 0)
+            s->failed = true;
         if (rc == 1)
             s->done = true;
     }

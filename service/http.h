@@ -57,11 +57,15 @@ int http_reply_error(http_req *req, int status, const char *fmt, ...)
 int http_reply_bulk(http_req *req, int rc, size_t written, size_t staged, const storh_err *err);
 /* Replies with the status apierr maps err->code to, and err->msg. */
 int http_reply_storh(http_req *req, const storh_err *err);
-/* A streamed body: fill(state, out, max) appends at most about max bytes to
- * out and returns 0, 1 at the end, or -1 to abort the connection (the client
- * then sees a truncated transfer, never a false success). free_fn releases
- * state when the response is done. */
-typedef int (*http_fill_fn)(void *state, buf *out, size_t max);
+/* A streamed body: fill(state, out, max, err) appends at most about max
+ * bytes to out and returns 0, 1 at the end, or < 0 with err set to abort
+ * (out then holds only the whole rows before the failure, which are sent
+ * first): the connection is closed without the chunked body's last chunk, so the
+ * client sees a truncated transfer (curl: error 18), never a false success;
+ * the reason is logged (a "stream aborted" event, and the access log line
+ * with status 500 and the error). free_fn releases state when the response
+ * is done. */
+typedef int (*http_fill_fn)(void *state, buf *out, size_t max, storh_err *err);
 int http_reply_stream(http_req *req, int status, const char *ctype, http_fill_fn fill, void *state,
                       void (*free_fn)(void *));
 /* Runs fn(req) on the worker pool after the handler returns; the

@@ -166,6 +166,18 @@ int registry_seglog(registry *r, const char *name, const seglog_opts *o, bool cr
     return get(r, KIND_LOG, key, name, o, create, open_log, (void **)out, err);
 }
 
+static int open_existing_log(void *ctx, const char *name, const seglog_opts *o, seglog **out,
+                             storh_err *err)
+{
+    return registry_seglog(ctx, name, o, false, out, err);
+}
+
+int registry_logset(registry *r, const char *name, const seglog_opts *o, logset *out,
+                    storh_err *err)
+{
+    return logset_open(out, r->root, name, o, open_existing_log, r, err);
+}
+
 int registry_queue(registry *r, const char *name, bool create, queue **out, storh_err *err)
 {
     char key[80];

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "docstore.h"
+#include "logset.h"
 #include "queue.h"
 #include "seglog.h"
 #include "storh_err.h"
@@ -21,6 +22,11 @@ void registry_free(registry *r);
 /* Handles are owned by the registry (do not close them). */
 int registry_docstore(registry *r, const char *name, docstore **out, storh_err *err);
 int registry_seglog(registry *r, const char *name, const seglog_opts *o, bool create, seglog **out,
+                    storh_err *err);
+/* The logs a reader of stream name sees (logset_open with the registry as
+ * opener: every partition of a partitioned stream); free with logset_free,
+ * the handles stay the registry's. */
+int registry_logset(registry *r, const char *name, const seglog_opts *o, logset *out,
                     storh_err *err);
 int registry_queue(registry *r, const char *name, bool create, queue **out, storh_err *err);
 /* Calls fn for every open queue (for the queue depth metrics). */

@@ -76,7 +76,9 @@ static const route table[] = {
           .summary = "Create a record with a new id; body = data object.", .req = "DataIn",
           .res = "201:Record+ETag+Location 409 422 507"),
     ROUTE("GET", DOCS, h_docs_list, .scope = "docs:read", .op = "listDocs",
-          .summary = "Stream records as NDJSON (after, limit, from_ms, until_ms, eq.FIELD).",
+          .summary = "Stream records as NDJSON (after, limit, from_ms, until_ms, eq.FIELD). A "
+                     "stream that fails midway ends without the terminating chunk (a client "
+                     "error), never as a complete body.",
           .query = LIST_QUERY, .res = "200:ndjson:Record"),
     ROUTE("POST", DOCS "/_bulk", h_docs_bulk_end, BULK(h_docs_bulk_begin, h_docs_bulk_body),
           .scope = "docs:write", .op = "bulkDocs",
@@ -84,7 +86,9 @@ static const route table[] = {
                      "rows.",
           .query = "mode", .req = "BulkRow", .res = "200:BulkResult 409 422 507"),
     ROUTE("GET", DOCS "/_export", h_docs_export, .scope = "docs:read", .op = "exportDocs",
-          .summary = "Export every record as NDJSON in id order.", .res = "200:ndjson:Record"),
+          .summary = "Export every record as NDJSON in id order. A stream that fails midway ends "
+                     "without the terminating chunk (a client error), never as a complete body.",
+          .res = "200:ndjson:Record"),
     ROUTE("GET", DOCS "/_stats", h_docs_stats, .scope = "docs:read", .op = "getDocStats",
           .summary = "Record count, bytes, corrupt records, indexes.",
           .res = "200:CollectionStats"),
@@ -133,7 +137,8 @@ static const route table[] = {
           .req = "DataIn", .res = "201:Record 507"),
     ROUTE("GET", LOGS, h_logs_list, .scope = "logs:read", .op = "listLog",
           .summary = "Stream live records in log order as NDJSON (after, limit, from_ms, until_ms, "
-                     "eq.FIELD).",
+                     "eq.FIELD). A stream that fails midway ends without the terminating chunk (a "
+                     "client error), never as a complete body.",
           .query = LIST_QUERY, .res = "200:ndjson:Record 404"),
     ROUTE("POST", LOGS "/_bulk", h_logs_bulk_end, BULK(h_logs_bulk_begin, h_logs_bulk_body),
           .scope = "logs:write", .op = "bulkLog",

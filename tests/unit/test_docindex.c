@@ -359,7 +359,7 @@ TEST(cache_validation_modes)
     docstore_set_cache(ds, RCACHE_STAT, 100, 1 << 20, NULL);
     CHECK_STR(title(ds, A), "aaaa");
     edit_same_size(A, "aaaa", "bbbb");
-    CHECK_STR(title(ds, A), "aaaa"); /* STAT misses a same-size, same-mtime edit */
+    CHECK_STR(title(ds, A), "bbbb"); /* STAT sees a same-size, same-mtime edit by its ctime */
     docstore_set_cache(ds, RCACHE_HASH, 100, 1 << 20, NULL);
     CHECK_STR(title(ds, A), "bbbb");
     edit_same_size(A, "bbbb", "cccc");

@@ -126,7 +126,7 @@ static void full_pass(void)
     put(ps, P2, "{\"slug\":\"about\",\"kind\":\"page\",\"views\":9,\"author\":\"bob\"}");
     put(ps, P3, "{\"slug\":\"news\",\"kind\":\"post\",\"views\":\"many\",\"author\":\"ann\"}");
     put(as, A1, "{\"handle\":\"ann\",\"name\":\"Ann\"}");
-    mirror_source psrc = {ps, NULL}, asrc = {as, NULL};
+    mirror_source psrc = {.ds = ps}, asrc = {.ds = as};
     json_t *t = json_object();
     CHECK_INT(mirror_push(m, pages, &psrc, t, &err), 0);
     CHECK_INT(mirror_push(m, authors, &asrc, t, &err), 0);

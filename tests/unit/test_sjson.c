@@ -130,6 +130,32 @@ TEST(jsonc_reader)
     buf_free(&b);
 }
 
+/* Integers beyond int64 decode as floats, as PHP's json_decode reads them
+ * (outputs checked against php -r json_encode(json_decode(...))). */
+TEST(big_integers_decode_as_floats)
+{
+    CHECK_STR(enc("{\"big\":12345678901234567890,\"neg\":-9223372036854775809}", 0),
+              "{\"big\":1.2345678901234567e+19,\"neg\":-9.223372036854776e+18}");
+    CHECK_STR(enc("[9223372036854775807,-9223372036854775808,9223372036854775808,-0,"
+                  "100000000000000000000]",
+                  0),
+              "[9223372036854775807,-9223372036854775808,9.223372036854776e+18,0,1.0e+20]");
+    CHECK_STR(
+        enc("{\"k\\\"99999999999999999999\":\"12345678901234567890\",\"x\":[99999999999999999999]}",
+            0),
+        "{\"k\\\"99999999999999999999\":\"12345678901234567890\",\"x\":[1.0e+20]}");
+    json_t *v = sjson_decode("[1,12345678901234567890]", 24, NULL);
+    CHECK(json_is_integer(json_array_get(v, 0)) && json_is_real(json_array_get(v, 1)));
+    json_decref(v);
+    storh_err err;
+    CHECK(sjson_decode("[1e400]", 7, &err) == NULL); /* a real overflow stays an error */
+    CHECK(sjson_decode("[12345678901234567890", 21, &err) == NULL);
+    const char *jc = "{\"a\": 12345678901234567890, // c\n}";
+    v = sjson_decode_jsonc_object(jc, strlen(jc), &err);
+    CHECK(json_is_real(json_object_get(v, "a")));
+    json_decref(v);
+}
+
 static const test_case tests[] = {
     {"floats_as_php_writes_them", floats_as_php_writes_them},
     {"strings_and_escapes", strings_and_escapes},
@@ -137,5 +163,6 @@ static const test_case tests[] = {
     {"pretty_style", pretty_style},
     {"depth_limit", depth_limit},
     {"jsonc_reader", jsonc_reader},
+    {"big_integers_decode_as_floats", big_integers_decode_as_floats},
 };
 TEST_MAIN(tests)
