@@ -2,7 +2,7 @@
  * `composer bench*` (see README "Benchmarks"). Every engine runs in process
  * against a scratch root on the same filesystem as the build; every write is
  * fsynced exactly as in production.
- *   run     --dataset=N --engine=doc|log|queue|cache|filter|uuid|mirror|all
+ *   run     --dataset=N --engine=doc|docgroup|log|queue|cache|filter|uuid|mirror|all
  *           [--cache-validation=stat|hash|trust] [--repeat=N] [--out=FILE]
  *   repeat  like run, --repeat defaults to 3
  *   range   --datasets=1000,10000 [--engines=doc,log] -> build/bench-ranges/
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "docgroup.h"
 #include "docstore.h"
 #include "fsx.h"
 #include "logquery.h"
@@ -226,6 +228,108 @@ static void bench_doc(const opts *o, bench_result *r)
               "stream() of every record, re-read and decoded");
     docstore_close(ds);
     free(ids);
+}
+
+/* ---------- DocStore group commit ---------- */
+
+typedef struct put_worker {
+    docstore *ds;
+    long n;
+    pthread_t th;
+} put_worker;
+
+static json_t *record_1k(long i)
+{
+    static char pad[1001];
+    if (!pad[0])
+        memset(pad, 'x', sizeof pad - 1);
+    return json_pack("{sisssi}", "n", (int)i, "pad", pad, "kind", (int)(i % 10));
+}
+
+static void *put_loop(void *arg)
+{
+    put_worker *w = arg;
+    storh_err err;
+    for (long i = 0; i < w->n; i++) {
+        json_t *d = record_1k(i);
+        char id[UUID7_LEN + 1];
+        if (docstore_put(w->ds, NULL, d, id, NULL, &err))
+            die("put", &err);
+        json_decref(d);
+    }
+    return NULL;
+}
+
+/* n puts spread over threads, into a fresh collection; records/s. */
+static double concurrent_puts(const opts *o, const char *name, int threads, int mode, long n)
+{
+    docstore *ds;
+    storh_err err;
+    if (docstore_open(o->work, name, &ds, &err))
+        die("open", &err);
+    docstore_set_group_sync(ds, mode);
+    put_worker w[32];
+    double t = now_s();
+    for (int i = 0; i < threads; i++) {
+        w[i] = (put_worker){ds, n / threads + (i < n % threads), 0};
+        if (pthread_create(&w[i].th, NULL, put_loop, &w[i]) != 0)
+            die("thread", NULL);
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(w[i].th, NULL);
+    double rate = n / (now_s() - t);
+    docstore_close(ds);
+    if (getenv("BENCH_DOCGROUP_DEBUG")) {
+        docgroup_stats gs;
+        docgroup_stats_snapshot(&gs);
+        fprintf(stderr, "%s: %.0f/s groups %llu ops %llu syncs %llu wait %.3fs\n", name, rate,
+                (unsigned long long)gs.groups, (unsigned long long)gs.ops,
+                (unsigned long long)gs.syncs, gs.wait_sum_s);
+    }
+    return rate;
+}
+
+/* The disk's per-publish limit: create, write 1 KiB, fsync, rename, fsync
+ * the directory, one record after the other. */
+static double disk_publish_rate(const opts *o, long n)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX], fin[PATH_MAX];
+    fsx_pathf(dir, NULL, "%s/disk", o->work);
+    storh_err err;
+    if (fsx_mkdirs(dir, false, &err))
+        die("mkdir", &err);
+    char data[1024];
+    memset(data, 'x', sizeof data);
+    double t = now_s();
+    for (long i = 0; i < n; i++) {
+        fsx_pathf(tmp, NULL, "%s/.%ld.tmp", dir, i);
+        fsx_pathf(fin, NULL, "%s/%ld.jsonc", dir, i);
+        if (fsx_write_file(tmp, data, sizeof data, true, &err) || fsx_rename(tmp, fin, true, &err))
+            die("publish", &err);
+    }
+    return n / (now_s() - t);
+}
+
+static void bench_docgroup(const opts *o, bench_result *r)
+{
+    long n = o->dataset < 4000 ? o->dataset : 4000;
+    long n1 = n < 500 ? n : 500; /* the serial runs are the slow ones */
+    double disk = disk_publish_rate(o, n1);
+    double one = concurrent_puts(o, "one", 1, docgroup_default_mode(), n1);
+    double each = concurrent_puts(o, "each", 32, 0, n);
+    double fs = concurrent_puts(o, "syncfs", 32, 1, n);
+    bench_add(r, "docgroup.disk_publish", disk, "records/s", "higher",
+              "the disk's per-publish limit: create, write, fsync, rename, dir fsync");
+    bench_add(r, "docgroup.put_1", one, "records/s", "higher", "put() from one thread");
+    bench_add(r, "docgroup.put_32", each, "records/s", "higher",
+              "put() from 32 threads, grouped, temps and directories fsynced in parallel");
+    bench_add(r, "docgroup.put_32_syncfs", fs, "records/s", "higher",
+              "put() from 32 threads, grouped, one syncfs per group");
+    double best = docgroup_default_mode() == DOCGROUP_SYNC_FS ? fs : each;
+    bench_add(r, "docgroup.put_32_vs_1", best / one, "x", "higher",
+              "32 threads over 1 (the default mode) in the same run");
+    bench_add(r, "docgroup.put_32_vs_disk", best / disk, "x", "higher",
+              "32 threads (the default mode) over disk_publish in the same run");
 }
 
 /* ---------- record cache ---------- */
@@ -651,9 +755,9 @@ static void bench_filter(const opts *o, bench_result *r)
 static const struct {
     const char *name;
     void (*fn)(const opts *, bench_result *);
-} engines[] = {{"doc", bench_doc},      {"log", bench_log},       {"queue", bench_queue},
-               {"cache", bench_cache},  {"filter", bench_filter}, {"uuid", bench_uuid},
-               {"mirror", bench_mirror}};
+} engines[] = {{"doc", bench_doc},       {"log", bench_log},          {"queue", bench_queue},
+               {"cache", bench_cache},   {"filter", bench_filter},    {"uuid", bench_uuid},
+               {"mirror", bench_mirror}, {"docgroup", bench_docgroup}};
 
 static int run_engines(opts *o, bench_result *r)
 {
