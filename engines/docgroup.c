@@ -50,10 +50,16 @@ void docgroup_stats_snapshot(docgroup_stats *out)
 
 /* syncfs reports writeback errors since Linux 5.8; before that it returned
  * 0 after a failed writeback, so only a per-file fsync is safe there. */
+static atomic_int default_mode = -1;
+
+void docgroup_set_default_mode(docgroup_sync mode)
+{
+    atomic_store(&default_mode, (int)mode);
+}
+
 docgroup_sync docgroup_default_mode(void)
 {
-    static atomic_int mode = -1;
-    int m = atomic_load(&mode);
+    int m = atomic_load(&default_mode);
     if (m >= 0)
         return (docgroup_sync)m;
     struct utsname u;
@@ -63,7 +69,7 @@ docgroup_sync docgroup_default_mode(void)
         m = DOCGROUP_SYNC_FS;
     else
         m = DOCGROUP_SYNC_EACH;
-    atomic_store(&mode, m);
+    atomic_store(&default_mode, m);
     return (docgroup_sync)m;
 }
 

@@ -72,6 +72,8 @@ typedef struct docgroup {
  * (Linux >= 5.8), measured the faster here (README "Group commit"); else
  * SYNC_EACH. */
 docgroup_sync docgroup_default_mode(void);
+/* Overrides it for every collection opened later (storhd --doc-sync). */
+void docgroup_set_default_mode(docgroup_sync mode);
 void docgroup_init(docgroup *g);
 void docgroup_destroy(docgroup *g);
 /* How long a new leader waits at most for requests still writing their
