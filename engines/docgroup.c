@@ -80,6 +80,8 @@ void docgroup_init(docgroup *g)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&g->cv, &ca);
+    pthread_cond_init(&g->lead_cv, &ca);
+    g->gathering = false;
     pthread_condattr_destroy(&ca);
     g->arriving = 0;
     g->nqueued = g->last_size = 0;
@@ -98,6 +100,7 @@ void docgroup_destroy(docgroup *g)
     if (g->sync_fd >= 0)
         close(g->sync_fd);
     pthread_cond_destroy(&g->cv);
+    pthread_cond_destroy(&g->lead_cv);
     pthread_mutex_destroy(&g->mu);
 }
 
@@ -179,7 +182,7 @@ static void run_jobs(docgroup *g)
             g->jobs_err = e;
         }
         if (--g->jobs_left == 0)
-            pthread_cond_broadcast(&g->cv);
+            pthread_cond_signal(&g->lead_cv);
     }
 }
 
@@ -196,7 +199,7 @@ static int sync_parallel(docgroup *g, const char **paths, size_t n, storh_err *e
     pthread_cond_broadcast(&g->cv);
     run_jobs(g);
     while (g->jobs_left)
-        pthread_cond_wait(&g->cv, &g->mu);
+        pthread_cond_wait(&g->lead_cv, &g->mu);
     int rc = g->jobs_rc;
     if (rc && err)
         *err = g->jobs_err;
@@ -329,20 +332,27 @@ int docgroup_arrive(docgroup *g, const char *dir, storh_err *err)
     return rc;
 }
 
+static bool gathered(const docgroup *g)
+{
+    return g->arriving <= 0 && g->nqueued >= g->last_size;
+}
+
 void docgroup_leave(docgroup *g)
 {
     pthread_mutex_lock(&g->mu);
-    if (--g->arriving == 0)
-        pthread_cond_broadcast(&g->cv);
+    g->arriving--;
+    if (g->gathering && gathered(g))
+        pthread_cond_signal(&g->lead_cv);
     pthread_mutex_unlock(&g->mu);
 }
 
 /* Waits, g->mu held, until no request is writing its temp and as many ops
  * are queued as the last group had (its writers are likely coming back), or
- * DOCGROUP_GATHER_NS passed. A lone writer never waits. */
+ * DOCGROUP_GATHER_NS passed. A lone writer never waits. The leader waits on
+ * a condition of its own, so queueing wakes no follower. */
 static void gather(docgroup *g)
 {
-    if (g->arriving <= 0 && g->nqueued >= g->last_size)
+    if (gathered(g))
         return;
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -351,9 +361,10 @@ static void gather(docgroup *g)
         dl.tv_sec++;
         dl.tv_nsec -= 1000000000;
     }
-    while ((g->arriving > 0 || g->nqueued < g->last_size) &&
-           pthread_cond_timedwait(&g->cv, &g->mu, &dl) == 0)
+    g->gathering = true;
+    while (!gathered(g) && pthread_cond_timedwait(&g->lead_cv, &g->mu, &dl) == 0)
         ;
+    g->gathering = false;
 }
 
 int docgroup_commit(docstore *ds, docgroup_op *op)
@@ -369,8 +380,8 @@ int docgroup_commit(docstore *ds, docgroup_op *op)
     g->nqueued++;
     if (op->arrived)
         g->arriving--;
-    if (g->leading)
-        pthread_cond_broadcast(&g->cv); /* a gathering leader waits for this */
+    if (g->gathering && gathered(g))
+        pthread_cond_signal(&g->lead_cv);
     while (!op->done) {
         if (g->next_job < g->njobs) { /* help the leader with its directory fsyncs */
             run_jobs(g);

@@ -52,7 +52,9 @@ typedef struct docgroup_op {
 
 typedef struct docgroup {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;      /* followers: their op done, or fsyncs to take */
+    pthread_cond_t lead_cv; /* the leader: gathered, or its fsyncs done */
+    bool gathering;
     docgroup_op *head, **tail; /* ops waiting for the next leader */
     bool leading;
     int arriving;              /* requests writing their temps, not queued yet */
