@@ -260,9 +260,13 @@ static void *put_loop(void *arg)
     return NULL;
 }
 
-/* n puts spread over threads, into a fresh collection; records/s. */
-static double concurrent_puts(const opts *o, const char *name, int threads, int mode, long n)
+/* n puts spread over threads, into a fresh collection; records/s. With
+ * gs, the docgroup figures of the run (a delta). */
+static double concurrent_puts(const opts *o, const char *name, int threads, int mode, long n,
+                              docgroup_stats *gs)
 {
+    docgroup_stats before;
+    docgroup_stats_snapshot(&before);
     docstore *ds;
     storh_err err;
     if (docstore_open(o->work, name, &ds, &err))
@@ -279,12 +283,12 @@ static double concurrent_puts(const opts *o, const char *name, int threads, int 
         pthread_join(w[i].th, NULL);
     double rate = n / (now_s() - t);
     docstore_close(ds);
-    if (getenv("BENCH_DOCGROUP_DEBUG")) {
-        docgroup_stats gs;
-        docgroup_stats_snapshot(&gs);
-        fprintf(stderr, "%s: %.0f/s groups %llu ops %llu syncs %llu wait %.3fs\n", name, rate,
-                (unsigned long long)gs.groups, (unsigned long long)gs.ops,
-                (unsigned long long)gs.syncs, gs.wait_sum_s);
+    if (gs) {
+        docgroup_stats_snapshot(gs);
+        gs->groups -= before.groups;
+        gs->ops -= before.ops;
+        gs->acked -= before.acked;
+        gs->syncs -= before.syncs;
     }
     return rate;
 }
@@ -313,11 +317,12 @@ static double disk_publish_rate(const opts *o, long n)
 static void bench_docgroup(const opts *o, bench_result *r)
 {
     long n = o->dataset < 4000 ? o->dataset : 4000;
-    long n1 = n < 500 ? n : 500; /* the serial runs are the slow ones */
+    long n1 = n < 200 ? n : 200; /* the serial runs are the slow ones */
     double disk = disk_publish_rate(o, n1);
-    double one = concurrent_puts(o, "one", 1, docgroup_default_mode(), n1);
-    double each = concurrent_puts(o, "each", 32, 0, n);
-    double fs = concurrent_puts(o, "syncfs", 32, 1, n);
+    docgroup_stats ge, gf;
+    double one = concurrent_puts(o, "one", 1, docgroup_default_mode(), n1, NULL);
+    double each = concurrent_puts(o, "each", 32, DOCGROUP_SYNC_EACH, n, &ge);
+    double fs = concurrent_puts(o, "syncfs", 32, DOCGROUP_SYNC_FS, n, &gf);
     bench_add(r, "docgroup.disk_publish", disk, "records/s", "higher",
               "the disk's per-publish limit: create, write, fsync, rename, dir fsync");
     bench_add(r, "docgroup.put_1", one, "records/s", "higher", "put() from one thread");
@@ -325,6 +330,13 @@ static void bench_docgroup(const opts *o, bench_result *r)
               "put() from 32 threads, grouped, temps and directories fsynced in parallel");
     bench_add(r, "docgroup.put_32_syncfs", fs, "records/s", "higher",
               "put() from 32 threads, grouped, one syncfs per group");
+    bench_add(r, "docgroup.group_size_32", gf.groups ? (double)gf.ops / (double)gf.groups : 0,
+              "writes", "higher", "writes per group, 32 threads, syncfs");
+    bench_add(r, "docgroup.syncs_per_write_32", gf.acked ? (double)gf.syncs / (double)gf.acked : 0,
+              "syncs", "lower", "syncfs calls per acknowledged write, 32 threads");
+    bench_add(r, "docgroup.syncs_per_write_32_fsync",
+              ge.acked ? (double)ge.syncs / (double)ge.acked : 0, "syncs", "lower",
+              "fsyncs per acknowledged write, 32 threads, parallel fsyncs");
     double best = docgroup_default_mode() == DOCGROUP_SYNC_FS ? fs : each;
     bench_add(r, "docgroup.put_32_vs_1", best / one, "x", "higher",
               "32 threads over 1 (the default mode) in the same run");
