@@ -66,7 +66,7 @@ docgroup_sync docgroup_default_mode(void)
     int major = 0, minor = 0;
     if (uname(&u) == 0 && sscanf(u.release, "%d.%d", &major, &minor) == 2 &&
         (major > 5 || (major == 5 && minor >= 8)))
-        m = DOCGROUP_SYNC_FS;
+        m = DOCGROUP_SYNC_AUTO;
     else
         m = DOCGROUP_SYNC_EACH;
     atomic_store(&default_mode, m);
@@ -226,9 +226,11 @@ static int publish(docstore *ds, docgroup *g, docgroup_op *ops, uint64_t *syncs,
         free(paths);
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     }
+    bool fs = g->mode == DOCGROUP_SYNC_FS ||
+              (g->mode == DOCGROUP_SYNC_AUTO && nops >= DOCGROUP_SYNCFS_MIN);
     /* every temp durable before any rename: one barrier for the group */
     int rc = 0;
-    if (nputs && g->mode == DOCGROUP_SYNC_FS) {
+    if (nputs && fs) {
         if (syncfs(g->sync_fd) != 0)
             rc = storh_err_sys(err, errno, "Could not sync staged records of %s", ds->dir);
         else
@@ -271,7 +273,7 @@ static int publish(docstore *ds, docgroup *g, docgroup_op *ops, uint64_t *syncs,
             (*syncs)++;
         }
     }
-    if (g->mode == DOCGROUP_SYNC_FS && ndirs) { /* one barrier for every touched directory */
+    if (fs && ndirs) { /* one barrier for every touched directory */
         if (syncfs(g->sync_fd) != 0 && !rc)
             rc = storh_err_sys(err, errno, "Could not sync renamed records of %s", ds->dir);
         estats_add(ESTAT_FSYNC_FS, 1);
@@ -317,7 +319,7 @@ int docgroup_arrive(docgroup *g, const char *dir, storh_err *err)
 {
     pthread_mutex_lock(&g->mu);
     int rc = 0;
-    if (g->mode == DOCGROUP_SYNC_FS && g->sync_fd < 0) {
+    if (g->mode != DOCGROUP_SYNC_EACH && g->sync_fd < 0) {
         /* before the first temp is written: syncfs reports the writeback
          * errors since this open. The storage root, as the collection may
          * not exist yet. */

@@ -34,7 +34,12 @@ typedef enum {
                            in parallel */
     DOCGROUP_SYNC_FS,   /* temps unsynced; the leader syncfs(2)es once per group, and
                            once more instead of the directory fsyncs */
+    DOCGROUP_SYNC_AUTO, /* SYNC_FS for a group of DOCGROUP_SYNCFS_MIN writes or more,
+                           else SYNC_EACH: syncfs also writes back everything else
+                           dirty on the filesystem, which a small group should not wait
+                           for, while a big one saves many fsyncs (and their CPU) */
 } docgroup_sync;
+#define DOCGROUP_SYNCFS_MIN 4
 
 typedef struct docgroup_op {
     bool del;                 /* DELETE; otherwise a put of tmp to final */
@@ -70,9 +75,9 @@ typedef struct docgroup {
     docgroup_sync mode;
 } docgroup;
 
-/* What a new group uses: SYNC_FS where syncfs reports writeback errors
- * (Linux >= 5.8), measured the faster here (README "Group commit"); else
- * SYNC_EACH. */
+/* What a new collection uses: SYNC_AUTO where syncfs reports writeback
+ * errors (Linux >= 5.8; measured in README "Group commit of document
+ * writes"); else SYNC_EACH. */
 docgroup_sync docgroup_default_mode(void);
 /* Overrides it for every collection opened later (storhd --doc-sync). */
 void docgroup_set_default_mode(docgroup_sync mode);

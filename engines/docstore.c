@@ -694,7 +694,9 @@ int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_L
 
 void docstore_set_group_sync(docstore *ds, int mode)
 {
-    ds->grp.mode = mode == DOCGROUP_SYNC_FS ? DOCGROUP_SYNC_FS : DOCGROUP_SYNC_EACH;
+    ds->grp.mode = mode == DOCGROUP_SYNC_FS     ? DOCGROUP_SYNC_FS
+                   : mode == DOCGROUP_SYNC_AUTO ? DOCGROUP_SYNC_AUTO
+                                                : DOCGROUP_SYNC_EACH;
 }
 
 /* ---- enumeration ---- */

@@ -55,8 +55,9 @@ int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_L
                  bool *existed, storh_err *err);
 /* put and delete are published in groups with concurrent writes to the
  * collection (docgroup.h): mode 0 fsyncs a group's temps, then its
- * directories, in parallel; 1 covers each step with one syncfs(2) (the
- * default where syncfs reports writeback errors, Linux >= 5.8). */
+ * directories, in parallel; 1 covers each step with one syncfs(2); 2 picks
+ * by the size of the group (the default where syncfs reports writeback
+ * errors, Linux >= 5.8). */
 void docstore_set_group_sync(docstore *ds, int mode);
 
 int docstore_stage_begin(docstore *ds, docstore_stage **out, storh_err *err);

@@ -79,7 +79,8 @@ static const opt_def opts[] = {
      "record cache bytes per collection (default 67108864)"},
     {"doc-sync", "STORHD_DOC_SYNC", OPT_STR, OFF(doc_sync),
      "how a group of document writes is made durable: syncfs (one call per step), fsync "
-     "(each file and directory, in parallel) or auto (syncfs on Linux >= 5.8; default)"},
+     "(each file and directory, in parallel) or auto (syncfs for groups of 4 or more on "
+     "Linux >= 5.8; default)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 

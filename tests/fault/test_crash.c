@@ -3,7 +3,8 @@
  * claim and complete jobs over HTTP; then it is restarted on the same root.
  * Ten more writer threads only create (PUT and POST), overwrite and delete
  * documents, so the document writes are published in groups of several
- * (group commit) when the kills hit; the test checks that groups formed.
+ * (group commit, each --doc-sync mode in turn) when the kills hit; the test
+ * checks that groups formed.
  * Every acknowledged write must be there and readable (a document shows its
  * last acknowledged version, or a later one that was in flight), nothing
  * deleted comes back, no completed job is pending again, and every store
@@ -453,9 +454,11 @@ static void check_swept(void)
 }
 
 static const char *const extra[] = {"--log-segment-bytes", "4096", NULL};
-/* every other pair of kills, groups are made durable by parallel fsyncs
- * instead of syncfs */
+/* pairs of kills in turn with each way of making a group durable */
 static const char *const extra_fsync[] = {"--log-segment-bytes", "4096", "--doc-sync=fsync", NULL};
+static const char *const extra_syncfs[] = {"--log-segment-bytes", "4096", "--doc-sync=syncfs",
+                                           NULL};
+static const char *const *const modes[] = {extra, extra_fsync, extra_syncfs};
 
 TEST(acknowledged_writes_survive_kills)
 {
@@ -468,7 +471,7 @@ TEST(acknowledged_writes_survive_kills)
         ledgers[w].rng = seed + (unsigned long long)w * 7919 + 1;
     }
     for (int k = 0; k < kills; k++) {
-        CHECK_INT(daemon_start(&d, root, (k / 2) % 2 ? extra_fsync : extra), 0);
+        CHECK_INT(daemon_start(&d, root, modes[(k / 2) % 3]), 0);
         check_acked(false);
         check_swept();
         atomic_store(&stop_writers, false);

@@ -84,7 +84,8 @@ static void run_writers(writer *ws, int n, docstore *ds, const char *const *bodi
 
 static void concurrent_puts_share_syncs(int mode)
 {
-    docstore *ds = open_store(mode ? "share_fs" : "share_each", mode);
+    static const char *const names[] = {"share_each", "share_fs", "share_auto"};
+    docstore *ds = open_store(names[mode], mode);
     docgroup_stats before, after;
     docgroup_stats_snapshot(&before);
     static writer ws[THREADS];
@@ -108,7 +109,7 @@ static void concurrent_puts_share_syncs(int mode)
     CHECK_INT(ops, THREADS * 20);
     CHECK_INT(after.acked - before.acked, THREADS * 20);
     CHECK(groups < ops); /* some groups held more than one write */
-    CHECK(after.syncs - before.syncs < (mode ? ops : 2 * ops));
+    CHECK(after.syncs - before.syncs < (mode == DOCGROUP_SYNC_EACH ? 2 * ops : ops));
     printf("mode %d: %llu writes in %llu groups, %llu syncs\n", mode, (unsigned long long)ops,
            (unsigned long long)groups, (unsigned long long)(after.syncs - before.syncs));
     docstore_close(ds);
@@ -122,6 +123,11 @@ TEST(concurrent_puts_share_syncs_syncfs)
 TEST(concurrent_puts_share_syncs_fsync)
 {
     concurrent_puts_share_syncs(DOCGROUP_SYNC_EACH);
+}
+
+TEST(concurrent_puts_share_syncs_auto)
+{
+    concurrent_puts_share_syncs(DOCGROUP_SYNC_AUTO);
 }
 
 /* Half the writers want the same unique email: one wins, the others get
@@ -270,6 +276,7 @@ TEST(failure_in_group_poisons_the_collection)
 static const test_case tests[] = {
     {"concurrent_puts_share_syncs_syncfs", concurrent_puts_share_syncs_syncfs},
     {"concurrent_puts_share_syncs_fsync", concurrent_puts_share_syncs_fsync},
+    {"concurrent_puts_share_syncs_auto", concurrent_puts_share_syncs_auto},
     {"unique_conflict_fails_alone_syncfs", unique_conflict_fails_alone_syncfs},
     {"unique_conflict_fails_alone_fsync", unique_conflict_fails_alone_fsync},
     {"bad_input_fails_alone", bad_input_fails_alone},
