@@ -325,7 +325,10 @@ int docgroup_arrive(docgroup *g, const char *dir, storh_err *err)
          * not exist yet. */
         char root[PATH_MAX];
         fsx_dirname(dir, root, sizeof root);
-        if ((g->sync_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        g->sync_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (g->sync_fd < 0 && errno == ENOENT && (rc = fsx_mkdirs(root, true, err)) == 0)
+            g->sync_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* a new root */
+        if (!rc && g->sync_fd < 0)
             rc = storh_err_sys(err, errno, "Could not open %s", root);
     }
     if (!rc)
