@@ -122,14 +122,22 @@ int docgroup_check(docgroup *g, storh_err *err)
 #define GROUP_MAX_DIRS 258 /* 256 shards, plus room for odd layouts */
 
 /* One op under the collection lock. 0, an op-only failure (in op->rc), or a
- * group failure (returned, err filled): something may be half-applied. */
+ * group failure (returned, err filled: the disk failed, something may be
+ * half-applied). */
 static int apply(docstore *ds, docgroup_op *op, bool indexed, storh_err *err)
 {
     json_t *old = NULL;
-    if (indexed && !op->del && (op->rc = docindex_check_unique(&ds->ix, op->id, op->data, op->err)))
+    if (indexed && !op->del)
+        op->rc = docindex_check_unique(&ds->ix, op->id, op->data, err);
+    if (indexed && !op->rc)
+        op->rc = docstore_old_record(ds, op->id, &old, err);
+    if (op->rc == STORH_EIO || op->rc == STORH_ENOSPC)
+        return op->rc; /* the disk failing fails the group */
+    if (op->rc) {      /* a conflict, a corrupt record: this op alone */
+        if (op->err)
+            *op->err = *err;
         return 0;
-    if (indexed && (op->rc = docstore_old_record(ds, op->id, &old, op->err)))
-        return 0;
+    }
     int rc = 0;
     if (op->del) {
         if (unlink(op->final) == 0) {
@@ -148,8 +156,18 @@ static int apply(docstore *ds, docgroup_op *op, bool indexed, storh_err *err)
     }
     if (ds->cache)
         rcache_forget(ds->cache, op->id);
-    if (!rc && indexed && (op->applied || (op->del && op->existed)))
+    if (!rc && indexed && (op->applied || (op->del && op->existed))) {
         rc = docindex_update(&ds->ix, op->id, old, op->del ? NULL : op->data, err);
+        if (rc && rc != STORH_EIO && rc != STORH_ENOSPC) {
+            /* not the disk failing (a corrupt index file): this op fails
+             * with its record applied and its index entries not, as a single
+             * write did before groups; _verify reports it, _repair mends it */
+            op->rc = rc;
+            if (op->err)
+                *op->err = *err;
+            rc = 0;
+        }
+    }
     json_decref(old);
     return rc;
 }

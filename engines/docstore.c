@@ -31,7 +31,7 @@ struct docstore_stage {
     size_t n, cap;
     buf enc;
     /* bulk stages write temps without fsync and make them all durable with
-     * one syncfs(2) before the renames; a single put fsyncs its temp */
+     * one syncfs(2) before the renames */
     bool bulk;
     /* a single put's temp is written without fsync too: its group makes it
      * durable (docgroup.h) */
