@@ -9,9 +9,10 @@
  *   queued --leader takes the queue--> [barrier, lock, apply in order,
  *                                        dir fsyncs, unlock] --> done
  *
- * An op's own failure (unique conflict, corrupt old record) fails that op
- * alone. A failed barrier, rename, unlink, index write or directory fsync
- * fails every op of the group and poisons the store: after a failed fsync
+ * An op's own failure (unique conflict, corrupt old record or index file)
+ * fails that op alone. A failed barrier, rename, unlink or directory fsync,
+ * or the disk failing a read or write (EIO, ENOSPC), fails every op of the
+ * group and poisons the store: after a failed fsync
  * the kernel may have dropped dirty pages, so no later write is accepted
  * until storhd restarts (as gcommit does for logs). */
 #ifndef STORH_DOCGROUP_H
