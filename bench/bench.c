@@ -2,7 +2,7 @@
  * `composer bench*` (see README "Benchmarks"). Every engine runs in process
  * against a scratch root on the same filesystem as the build; every write is
  * fsynced exactly as in production.
- *   run     --dataset=N --engine=doc|log|queue|cache|filter|uuid|mirror|all
+ *   run     --dataset=N --engine=doc|docgroup|log|queue|cache|filter|uuid|mirror|all
  *           [--cache-validation=stat|hash|trust] [--repeat=N] [--out=FILE]
  *   repeat  like run, --repeat defaults to 3
  *   range   --datasets=1000,10000 [--engines=doc,log] -> build/bench-ranges/
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "docgroup.h"
 #include "docstore.h"
 #include "fsx.h"
 #include "logquery.h"
@@ -226,6 +228,131 @@ static void bench_doc(const opts *o, bench_result *r)
               "stream() of every record, re-read and decoded");
     docstore_close(ds);
     free(ids);
+}
+
+/* ---------- DocStore group commit ---------- */
+
+typedef struct put_worker {
+    docstore *ds;
+    long n;
+    pthread_t th;
+} put_worker;
+
+static json_t *record_1k(long i)
+{
+    static char pad[1001];
+    if (!pad[0])
+        memset(pad, 'x', sizeof pad - 1);
+    return json_pack("{sisssi}", "n", (int)i, "pad", pad, "kind", (int)(i % 10));
+}
+
+static void *put_loop(void *arg)
+{
+    put_worker *w = arg;
+    storh_err err;
+    for (long i = 0; i < w->n; i++) {
+        json_t *d = record_1k(i);
+        char id[UUID7_LEN + 1];
+        if (docstore_put(w->ds, NULL, d, id, NULL, &err))
+            die("put", &err);
+        json_decref(d);
+    }
+    return NULL;
+}
+
+/* n puts spread over threads, into a fresh collection; records/s. With
+ * gs, the docgroup figures of the run (a delta). */
+static double concurrent_puts(const opts *o, const char *name, int threads, int mode, long n,
+                              docgroup_stats *gs)
+{
+    docgroup_stats before;
+    docgroup_stats_snapshot(&before);
+    docstore *ds;
+    storh_err err;
+    if (docstore_open(o->work, name, &ds, &err))
+        die("open", &err);
+    docstore_set_group_sync(ds, mode);
+    put_worker w[32];
+    double t = now_s();
+    for (int i = 0; i < threads; i++) {
+        w[i] = (put_worker){ds, n / threads + (i < n % threads), 0};
+        if (pthread_create(&w[i].th, NULL, put_loop, &w[i]) != 0)
+            die("thread", NULL);
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(w[i].th, NULL);
+    double rate = n / (now_s() - t);
+    docstore_close(ds);
+    if (gs) {
+        docgroup_stats_snapshot(gs);
+        gs->groups -= before.groups;
+        gs->ops -= before.ops;
+        gs->acked -= before.acked;
+        gs->syncs -= before.syncs;
+    }
+    return rate;
+}
+
+/* The disk's per-publish limit: create, write 1 KiB, fsync, rename, fsync
+ * the directory, one record after the other. */
+static double disk_publish_rate(const opts *o, long n)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX], fin[PATH_MAX];
+    fsx_pathf(dir, NULL, "%s/disk", o->work);
+    storh_err err;
+    if (fsx_mkdirs(dir, false, &err))
+        die("mkdir", &err);
+    char data[1024];
+    memset(data, 'x', sizeof data);
+    double t = now_s();
+    for (long i = 0; i < n; i++) {
+        fsx_pathf(tmp, NULL, "%s/.%ld.tmp", dir, i);
+        fsx_pathf(fin, NULL, "%s/%ld.jsonc", dir, i);
+        if (fsx_write_file(tmp, data, sizeof data, true, &err) || fsx_rename(tmp, fin, true, &err))
+            die("publish", &err);
+    }
+    return n / (now_s() - t);
+}
+
+static double per(uint64_t a, uint64_t b)
+{
+    return b ? (double)a / (double)b : 0;
+}
+
+/* One run: the disk's limit, then one thread, then 32 in each mode, back
+ * to back, so the ratios compare figures of the same minute. */
+static void bench_docgroup(const opts *o, bench_result *r)
+{
+    long n = o->dataset < 4000 ? o->dataset : 4000;
+    long n1 = n < 200 ? n : 200; /* the serial runs are the slow ones */
+    int mode = docgroup_default_mode();
+    double disk = disk_publish_rate(o, n1);
+    docgroup_stats g, ge, gf;
+    double one = concurrent_puts(o, "one", 1, mode, n1, NULL);
+    double dflt = concurrent_puts(o, "dflt", 32, mode, n, &g);
+    double each = concurrent_puts(o, "each", 32, DOCGROUP_SYNC_EACH, n, &ge);
+    double fs = concurrent_puts(o, "syncfs", 32, DOCGROUP_SYNC_FS, n, &gf);
+    bench_add(r, "docgroup.disk_publish", disk, "records/s", "higher",
+              "the disk's per-publish limit: create, write, fsync, rename, dir fsync");
+    bench_add(r, "docgroup.put_1", one, "records/s", "higher", "put() from one thread");
+    bench_add(r, "docgroup.put_32", dflt, "records/s", "higher",
+              "put() from 32 threads, grouped (the default --doc-sync)");
+    bench_add(r, "docgroup.put_32_fsync", each, "records/s", "higher",
+              "put() from 32 threads, temps and directories fsynced in parallel");
+    bench_add(r, "docgroup.put_32_syncfs", fs, "records/s", "higher",
+              "put() from 32 threads, one syncfs per step of a group");
+    bench_add(r, "docgroup.group_size_32", per(g.ops, g.groups), "writes", "higher",
+              "writes per group, 32 threads (the default)");
+    bench_add(r, "docgroup.syncs_per_write_32", per(g.syncs, g.acked), "syncs", "lower",
+              "fsync and syncfs calls per acknowledged write, 32 threads (the default)");
+    bench_add(r, "docgroup.syncs_per_write_32_fsync", per(ge.syncs, ge.acked), "syncs", "lower",
+              "fsyncs per acknowledged write, 32 threads, parallel fsyncs");
+    bench_add(r, "docgroup.syncs_per_write_32_syncfs", per(gf.syncs, gf.acked), "syncs", "lower",
+              "syncfs calls per acknowledged write, 32 threads");
+    bench_add(r, "docgroup.put_32_vs_1", dflt / one, "x", "higher",
+              "put_32 over put_1 in the same run");
+    bench_add(r, "docgroup.put_32_vs_disk", dflt / disk, "x", "higher",
+              "put_32 over disk_publish in the same run");
 }
 
 /* ---------- record cache ---------- */
@@ -654,9 +781,9 @@ static void bench_filter(const opts *o, bench_result *r)
 static const struct {
     const char *name;
     void (*fn)(const opts *, bench_result *);
-} engines[] = {{"doc", bench_doc},      {"log", bench_log},       {"queue", bench_queue},
-               {"cache", bench_cache},  {"filter", bench_filter}, {"uuid", bench_uuid},
-               {"mirror", bench_mirror}};
+} engines[] = {{"doc", bench_doc},       {"log", bench_log},          {"queue", bench_queue},
+               {"cache", bench_cache},   {"filter", bench_filter},    {"uuid", bench_uuid},
+               {"mirror", bench_mirror}, {"docgroup", bench_docgroup}};
 
 static int run_engines(opts *o, bench_result *r)
 {

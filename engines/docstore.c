@@ -31,8 +31,11 @@ struct docstore_stage {
     size_t n, cap;
     buf enc;
     /* bulk stages write temps without fsync and make them all durable with
-     * one syncfs(2) before the renames; a single put fsyncs its temp */
+     * one syncfs(2) before the renames */
     bool bulk;
+    /* a single put's temp is written without fsync too: its group makes it
+     * durable (docgroup.h) */
+    bool grouped;
     int sync_fd; /* a descriptor on the collection's filesystem, opened at the
                     first row so syncfs reports every writeback error since */
 };
@@ -93,6 +96,7 @@ int docstore_open(const char *root, const char *name, docstore **out, storh_err 
     }
     pthread_mutex_init(&ds->mu, NULL);
     pthread_rwlock_init(&ds->ixlock, NULL);
+    docgroup_init(&ds->grp);
     int rc = docindex_load(&ds->ix, ds->dir, err);
     if (!rc)
         rc = load_schema(ds, err);
@@ -116,6 +120,7 @@ void docstore_close(docstore *ds)
     docindex_free(&ds->ix);
     schema_free(&ds->sch);
     rcache_free(ds->cache);
+    docgroup_destroy(&ds->grp);
     pthread_rwlock_destroy(&ds->ixlock);
     pthread_mutex_destroy(&ds->mu);
     free(ds->dir);
@@ -312,6 +317,11 @@ static int old_record(docstore *ds, const char *id, json_t **old, storh_err *err
     return rc;
 }
 
+int docstore_old_record(docstore *ds, const char *id, json_t **old, storh_err *err)
+{
+    return old_record(ds, id, old, err);
+}
+
 int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err)
 {
     *existed = false;
@@ -320,31 +330,10 @@ int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err)
     struct stat st;
     if (stat(ds->dir, &st) != 0)
         return 0;
-    char path[PATH_MAX], dir[PATH_MAX];
-    docstore_record_path(ds, id, path);
-    fsx_lock l;
-    int rc = docstore_lock(ds, &l, err);
-    if (rc)
-        return rc;
-    json_t *old = NULL;
-    bool indexed = docindex_active(&ds->ix);
-    if (indexed)
-        rc = old_record(ds, id, &old, err);
-    if (rc) {
-    } else if (unlink(path) == 0) {
-        *existed = true;
-        fsx_dirname(path, dir, sizeof dir);
-        rc = fsx_fsync_dir(dir, err);
-        if (!rc && indexed && old)
-            rc = docindex_update(&ds->ix, id, old, NULL, err);
-        estats_add(ESTAT_DOC_DELETE, 1);
-    } else if (errno != ENOENT && errno != ENOTDIR) {
-        rc = storh_err_sys(err, errno, "Could not delete storage record: %s", id);
-    }
-    if (ds->cache)
-        rcache_forget(ds->cache, id);
-    json_decref(old);
-    docstore_unlock(ds, &l);
+    docgroup_op op = {.del = true, .id = id, .err = err};
+    docstore_record_path(ds, id, op.final);
+    int rc = docgroup_commit(ds, &op);
+    *existed = op.existed;
     return rc;
 }
 
@@ -393,13 +382,13 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
         (st->sync_fd = open(ds->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         rc = storh_err_sys(err, errno, "Could not open %s", ds->dir);
     if (!rc)
-        rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk, err);
+        rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk && !st->grouped, err);
     if (rc && rc != STORH_ENOSPC) {
         /* most likely a shard dir not made yet (perhaps by a racing thread
          * right now): make it, then try once more */
         /* bulk: the commit's syncfs makes the new directory durable too */
         if (fsx_mkdirs(shard, !st->bulk, NULL) == 0)
-            rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk, err);
+            rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk && !st->grouped, err);
     }
     if (rc)
         return rc;
@@ -656,8 +645,10 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
 
 int docstore_stage_commit(docstore_stage *st, size_t *written, storh_err *err)
 {
-    size_t done;
-    int rc = stage_commit(st, &done, NULL, err);
+    size_t done = 0;
+    int rc = docgroup_check(&st->ds->grp, err);
+    if (!rc)
+        rc = stage_commit(st, &done, NULL, err);
     if (written)
         *written = done;
     stage_free(st, done);
@@ -671,18 +662,41 @@ int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_L
     int rc = docstore_stage_begin(ds, &st, err);
     if (rc)
         return rc;
-    st->bulk = false; /* one row: its own fsync, outside the collection lock */
-    if ((rc = docstore_stage_put(st, id, data, out_id, err))) {
+    /* one row, published in a group with its neighbours: the group makes
+     * its temp durable (docgroup.h), so it is written without fsync here */
+    st->bulk = false;
+    st->grouped = true;
+    if ((rc = docgroup_check(&ds->grp, err))) {
         docstore_stage_abort(st);
         return rc;
     }
-    size_t done;
-    bool ex = false;
-    rc = stage_commit(st, &done, &ex, err);
-    stage_free(st, done);
+    if ((rc = docgroup_arrive(&ds->grp, ds->dir, err))) {
+        docstore_stage_abort(st);
+        return rc;
+    }
+    if ((rc = docstore_stage_put(st, id, data, out_id, err))) {
+        docgroup_leave(&ds->grp);
+        docstore_stage_abort(st);
+        return rc;
+    }
+    docgroup_op op = {.id = st->rows[0].id,
+                      .tmp = st->rows[0].tmp,
+                      .data = st->rows[0].data,
+                      .err = err,
+                      .arrived = true};
+    memcpy(op.final, st->rows[0].final, strlen(st->rows[0].final) + 1);
+    rc = docgroup_commit(ds, &op);
+    stage_free(st, op.applied ? 1 : 0);
     if (existed)
-        *existed = ex;
+        *existed = op.existed;
     return rc;
+}
+
+void docstore_set_group_sync(docstore *ds, int mode)
+{
+    ds->grp.mode = mode == DOCGROUP_SYNC_FS     ? DOCGROUP_SYNC_FS
+                   : mode == DOCGROUP_SYNC_AUTO ? DOCGROUP_SYNC_AUTO
+                                                : DOCGROUP_SYNC_EACH;
 }
 
 /* ---- enumeration ---- */

@@ -48,10 +48,17 @@ int docstore_decode_record(const char *bytes, size_t len, const char *expect_id,
 int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_err *err);
 /* *existed tells whether there was a record; deleting nothing is not an error. */
 int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err);
-/* put = a stage of one. id NULL -> generated. out_id receives the id;
+/* put = a stage of one, published with its concurrent neighbours (one
+ * group, docgroup.h). id NULL -> generated. out_id receives the id;
  * *existed whether a record was replaced. */
 int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_LEN + 1],
                  bool *existed, storh_err *err);
+/* put and delete are published in groups with concurrent writes to the
+ * collection (docgroup.h): mode 0 fsyncs a group's temps, then its
+ * directories, in parallel; 1 covers each step with one syncfs(2); 2 picks
+ * by the size of the group (the default where syncfs reports writeback
+ * errors, Linux >= 5.8). */
+void docstore_set_group_sync(docstore *ds, int mode);
 
 int docstore_stage_begin(docstore *ds, docstore_stage **out, storh_err *err);
 /* Stages data under id (NULL -> generated). data is borrowed. */

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "docgroup.h"
 #include "docindex.h"
 #include "docstore.h"
 #include "fsx.h"
@@ -26,6 +27,7 @@ struct docstore {
     docindex ix;
     schema sch;
     rcache *cache; /* NULL: no record cache */
+    docgroup grp;  /* single-document writes, published in groups */
 };
 
 /* The record's path; id must be a valid UUIDv7. */
@@ -33,6 +35,9 @@ void docstore_record_path(const docstore *ds, const char *id, char *out);
 /* The collection lock: mu for threads, flock for other processes. */
 int docstore_lock(docstore *ds, fsx_lock *l, storh_err *err);
 void docstore_unlock(docstore *ds, fsx_lock *l);
+/* The current record of id for index maintenance: *old NULL when there is
+ * none; a corrupt file is an error. Under the collection lock. */
+int docstore_old_record(docstore *ds, const char *id, json_t **old, storh_err *err);
 /* Reads and decodes the record file of id without the cache. */
 int docstore_read_record(docstore *ds, const char *id, json_t **data, storh_err *err);
 

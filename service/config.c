@@ -77,6 +77,10 @@ static const opt_def opts[] = {
      "record cache entries per collection (default 100000)"},
     {"cache-bytes", "STORHD_CACHE_BYTES", OPT_SIZE, OFF(cache_bytes),
      "record cache bytes per collection (default 67108864)"},
+    {"doc-sync", "STORHD_DOC_SYNC", OPT_STR, OFF(doc_sync),
+     "how a group of document writes is made durable: syncfs (one call per step), fsync "
+     "(each file and directory, in parallel) or auto (syncfs for groups of 4 or more on "
+     "Linux >= 5.8; default)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -259,6 +263,7 @@ int config_load(config *cfg, int argc, char **argv)
     cfg->log_segment_bytes = 1024 * 1024;
     cfg->log_partition = strdup("none");
     cfg->cache_validation = strdup("stat");
+    cfg->doc_sync = strdup("auto");
     cfg->jwt_leeway = 30;
     cfg->rpc_pool = 8;
     cfg->rpc_cache_ttl = 5;
@@ -329,6 +334,10 @@ int config_load(config *cfg, int argc, char **argv)
         fprintf(stderr, "storhd: --cache-validation must be stat, hash or trust\n");
         return -1;
     }
+    if (config_doc_sync(cfg) < -1) {
+        fprintf(stderr, "storhd: --doc-sync must be auto, syncfs or fsync\n");
+        return -1;
+    }
     seglog_opts check;
     char msg[160];
     if (config_log_opts(cfg, "*", &check, msg, sizeof msg)) {
@@ -345,6 +354,15 @@ int config_cache_mode(const config *cfg)
         if (!strcmp(cfg->cache_validation, modes[i]))
             return i; /* the order of rcache_mode */
     return -1;
+}
+
+int config_doc_sync(const config *cfg)
+{
+    if (!strcmp(cfg->doc_sync, "auto"))
+        return -1;
+    if (!strcmp(cfg->doc_sync, "fsync"))
+        return 0;
+    return !strcmp(cfg->doc_sync, "syncfs") ? 1 : -2;
 }
 
 static int partition_of(const char *p, int *out)
@@ -396,6 +414,7 @@ void config_free(config *cfg)
     free(cfg->config_file);
     free(cfg->log_partition);
     free(cfg->cache_validation);
+    free(cfg->doc_sync);
     free(cfg->jwt_public_key);
     free(cfg->rpc_conninfo);
     free(cfg->rpc_functions);

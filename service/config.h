@@ -39,6 +39,7 @@ typedef struct config {
     char *cache_validation; /* stat, hash, trust (record cache hits) */
     int cache_entries;      /* per collection; 0 turns the cache off */
     size_t cache_bytes;     /* per collection */
+    char *doc_sync;         /* auto, syncfs, fsync: durability step of grouped doc writes */
 } config;
 
 /* Fills cfg from argv and the environment. Returns 0 to run, 1 when --help
@@ -53,6 +54,8 @@ int config_log_opts(const config *cfg, const char *name, struct seglog_opts *o, 
                     size_t cap);
 /* cache_validation as an rcache_mode, -1 if unknown. */
 int config_cache_mode(const config *cfg);
+/* doc_sync as a docgroup_sync, -1 for auto, -2 if unknown. */
+int config_doc_sync(const config *cfg);
 /* True if listen_host is a loopback address. */
 bool config_listen_is_loopback(const config *cfg);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "accesslog.h"
+#include "docgroup.h"
 #include "fsx.h"
 #include "auth.h"
 #include "rpc.h"
@@ -78,6 +79,8 @@ int main(int argc, char **argv)
         config_free(&svc.cfg);
         return 1;
     }
+    if (config_doc_sync(&svc.cfg) >= 0)
+        docgroup_set_default_mode((docgroup_sync)config_doc_sync(&svc.cfg));
     svc.routes = routes_table(&svc.nroutes);
     svc.reg = registry_new(svc.cfg.root, config_cache_mode(&svc.cfg), (size_t)svc.cfg.cache_entries,
                            svc.cfg.cache_bytes);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "docgroup.h"
 #include "estats.h"
 #include "longpoll.h"
 #include "mirror.h"
@@ -421,10 +422,52 @@ static void render_process(buf *out, service *svc)
                (double)vfs.f_blocks * (double)vfs.f_frsize);
 }
 
+/* Group commit of single-document writes (docgroup.h). */
+static void docgroup_histogram(buf *out, const char *name, const double *le, const uint64_t *b,
+                               int n, double sum)
+{
+    uint64_t cum = 0;
+    for (int i = 0; i < n; i++) {
+        cum += b[i];
+        if (i < n - 1)
+            buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, le[i], (unsigned long long)cum);
+        else
+            buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+    }
+    buf_printf(out, "%s_sum %.6f\n%s_count %llu\n", name, sum, name, (unsigned long long)cum);
+}
+
+static void render_docgroup(buf *out)
+{
+    docgroup_stats g;
+    docgroup_stats_snapshot(&g);
+    buf_appends(out, "# HELP storhd_doc_group_size Single-document writes published together "
+                     "(group commit).\n# TYPE storhd_doc_group_size histogram\n");
+    docgroup_histogram(out, "storhd_doc_group_size", docgroup_size_le, g.size_bucket,
+                       DOCGROUP_SIZE_BUCKETS, (double)g.ops);
+    buf_appends(out, "# HELP storhd_doc_group_wait_seconds Time a single-document write waited "
+                     "in its group, queued to answered.\n"
+                     "# TYPE storhd_doc_group_wait_seconds histogram\n");
+    docgroup_histogram(out, "storhd_doc_group_wait_seconds", docgroup_wait_le, g.wait_bucket,
+                       DOCGROUP_WAIT_BUCKETS, g.wait_sum_s);
+    buf_printf(out,
+               "# HELP storhd_doc_group_syncs_total fsync and syncfs calls that made grouped "
+               "writes durable.\n# TYPE storhd_doc_group_syncs_total counter\n"
+               "storhd_doc_group_syncs_total %llu\n"
+               "# HELP storhd_doc_group_acked_total Grouped writes acknowledged.\n"
+               "# TYPE storhd_doc_group_acked_total counter\nstorhd_doc_group_acked_total %llu\n"
+               "# HELP storhd_doc_group_fsyncs_per_write Syncs per acknowledged grouped write "
+               "since start.\n# TYPE storhd_doc_group_fsyncs_per_write gauge\n"
+               "storhd_doc_group_fsyncs_per_write %.4f\n",
+               (unsigned long long)g.syncs, (unsigned long long)g.acked,
+               g.acked ? (double)g.syncs / (double)g.acked : 0.0);
+}
+
 void metrics_render(buf *out, service *svc)
 {
     render_http(out);
     render_engines(out);
+    render_docgroup(out);
     render_queues(out, svc);
     render_caches(out, svc);
     render_mirrors(out, svc);

@@ -232,6 +232,11 @@ void results_summarize(json_t *scenario)
                         num(median_of(trials, "api.cpu_us_per_request"), 2));
     json_object_set_new(sum, "requests", json_integer(requests));
     json_object_set_new(sum, "errors", json_integer(errors));
+    if (n && json_object_get(json_array_get(trials, 0), "vs_disk")) {
+        json_object_set_new(sum, "disk_publish_per_s",
+                            num(median_of(trials, "disk_publish_per_s"), 1));
+        json_object_set_new(sum, "vs_disk", num(median_of(trials, "vs_disk"), 2));
+    }
     json_object_set_new(scenario, "summary", sum);
 }
 

@@ -135,24 +135,29 @@ static const scenario table[] = {
     {"rpc-miss", "page RPC, cache miss", "POST", "/rpc/{function}",
      "POST /rpc/page with a 1 KiB JSON argument that no earlier request sent, so every call "
      "goes to PostgreSQL (page() returns 100 rows of the token's tenant)",
-     true, "/rpc/page", "{u}", NULL},
+     true, "/rpc/page", "{u}", NULL, 0},
     {"rpc-hit", "page RPC, cache hit", "POST", "/rpc/{function}",
      "POST /rpc/page with one 1 KiB argument per token (10 argument sets), so after the first "
      "round every call is served from the response cache",
-     true, "/rpc/page", "{k}", NULL},
+     true, "/rpc/page", "{k}", NULL, 0},
     {"doc-get", "DocStore read", "GET", "/v1/docs/{collection}/{id}",
      "GET /v1/docs/trial/{id} over the stored records in turn (STAT-validated record cache)", false,
-     NULL, NULL, prep_doc_get},
+     NULL, NULL, prep_doc_get, 0},
     {"log-post", "log append", "POST", "/v1/logs/{stream}",
      "POST /v1/logs/trial with a 1 KiB JSON record, acknowledged after fsync (group commit)", false,
-     "/v1/logs/trial", "event", NULL},
+     "/v1/logs/trial", "event", NULL, 0},
     {"doc-post", "DocStore create", "POST", "/v1/docs/{collection}",
-     "POST /v1/docs/trial with a 1 KiB JSON record: one file, its fsync and the directory's", false,
-     "/v1/docs/trial", "record", NULL},
+     "POST /v1/docs/trial with a 1 KiB JSON record: one file per record, published in groups "
+     "with the concurrent writes (group commit)",
+     false, "/v1/docs/trial", "record", NULL, 0},
+    {"doc-post-1", "DocStore create, one connection", "POST", "/v1/docs/{collection}",
+     "doc-post from a single connection, one request after the other: the rate group commit "
+     "is compared with",
+     false, "/v1/docs/trial", "record", NULL, 1},
     {"queue-cycle", "queue worker loop", "POST", "/v1/queues/{queue}/*",
      "A worker's loop on /v1/queues/trial: enqueue a 1 KiB job, claim one, complete what was "
      "claimed (keep_done=false); every event fsynced (group commit); the depth stays bounded",
-     false, "/v1/queues/trial/jobs", "job", prep_queue_cycle},
+     false, "/v1/queues/trial/jobs", "job", prep_queue_cycle, 0},
 };
 
 int scenario_prepare(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p, char *msg,

@@ -42,6 +42,7 @@ typedef struct scenario {
     /* more set-up (stored records, a worker loop), or NULL */
     int (*prepare)(const struct scenario *sc, const scenario_ctx *ctx, scenario_plan *plan,
                    char *msg, size_t cap);
+    int connections; /* wrk connections, 0: the run's --connections */
 } scenario;
 
 const scenario *scenario_find(const char *name);

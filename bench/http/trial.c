@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "diskpub.h"
 #include "fsx.h"
 #include "machine.h"
 #include "probe.h"
@@ -51,7 +52,8 @@ typedef struct options {
     const char *watch[PROBE_MAX_WATCH];
     int nwatch;
     bool fail_on_errors, print_cpus;
-    int wait_s; /* --target: how long to wait for its /readyz */
+    int wait_s;            /* --target: how long to wait for its /readyz */
+    double disk_publish_s; /* measure the disk's per-publish limit before each trial */
 } options;
 
 static void usage(FILE *f)
@@ -86,6 +88,8 @@ static void usage(FILE *f)
             "  --image-api=ID --image-pg=ID --source-rev=REV --command=TEXT  recorded as is\n"
             "  --fail-on-errors     exit 1 when any request failed\n"
             "  --print-cpus         print the API, PostgreSQL and wrk CPU lists and exit\n"
+            "  --disk-publish=S     before each trial, S seconds of create+write+fsync+rename+\n"
+            "                       dir fsync beside the API's root: the disk's per-publish limit\n"
             "  --watch=SERIES       also record this /metrics series, e.g.\n"
             "                       'storhd_cache_bytes{cache=\"jwt\"}' (repeatable, 8 at most)\n"
             "scenarios:\n");
@@ -151,6 +155,7 @@ static const char *default_lua(void)
 
 static int parse_options(int argc, char **argv, options *o)
 {
+    /* clang-format off */
     static const struct option longs[] = {{"scenarios", 1, 0, 's'},
                                           {"trials", 1, 0, 'n'},
                                           {"warmup", 1, 0, 'W'},
@@ -182,8 +187,10 @@ static int parse_options(int argc, char **argv, options *o)
                                           {"print-cpus", 0, 0, 'X'},
                                           {"watch", 1, 0, 'V'},
                                           {"wait", 1, 0, 'Y'},
+                                          {"disk-publish", 1, 0, 'D'},
                                           {"help", 0, 0, 'h'},
                                           {0, 0, 0, 0}};
+    /* clang-format on */
     *o = (options){.trials = 3,
                    .warmup_s = 10,
                    .duration_s = 30,
@@ -291,6 +298,9 @@ static int parse_options(int argc, char **argv, options *o)
             break;
         case 'Y':
             o->wait_s = atoi(optarg);
+            break;
+        case 'D':
+            o->disk_publish_s = atof(optarg);
             break;
         case 'V':
             if (o->nwatch < PROBE_MAX_WATCH)
@@ -436,11 +446,12 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
     char wrk_out[PATH_MAX], wrk_log[PATH_MAX];
     snprintf(wrk_out, sizeof wrk_out, "%s/wrk-%d.json", st->work, order);
     snprintf(wrk_log, sizeof wrk_log, "%s/wrk-%d.log", st->work, order);
+    int conns = sc->connections ? sc->connections : o->connections;
     wrkrun_opts w = {.wrk = o->wrk,
                      .lua = o->lua,
                      .cpus = o->wrk_cpus,
-                     .threads = o->wrk_threads,
-                     .connections = o->connections,
+                     .threads = o->wrk_threads < conns ? o->wrk_threads : conns,
+                     .connections = conns,
                      .seconds = o->warmup_s,
                      .timeout_s = REQUEST_TIMEOUT_S,
                      .url = base,
@@ -449,6 +460,14 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
                      .plan = &plan.wrk};
     json_t *res = NULL;
     char *wrk_cmd = NULL;
+    double disk = 0;
+    if (rc == 0 && o->disk_publish_s > 0) { /* beside the root, on its filesystem */
+        char dp[PATH_MAX + 8];
+        snprintf(dp, sizeof dp, "%s-disk", root);
+        disk = diskpub_measure(dp, o->disk_publish_s, msg, cap);
+        remove_tree(dp);
+        rc = disk < 0 ? -1 : 0;
+    }
     if (rc == 0 && o->warmup_s > 0) {
         rc = wrkrun_run(&w, &res, NULL, msg, cap);
         json_decref(res);
@@ -483,6 +502,12 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
         first.t = 0;
         json_t *t = results_trial(sc->name, trial, order, res, s, n, &first, &last, &po);
         json_object_set_new(t, "started_at", json_string(started));
+        if (disk > 0) {
+            json_object_set_new(t, "connections", json_integer(conns));
+            json_object_set_new(t, "disk_publish_per_s", json_real(disk));
+            json_object_set_new(t, "vs_disk",
+                                json_real(json_number_value(json_object_get(t, "rps")) / disk));
+        }
         json_object_set_new(t, "probe_failures", json_integer((json_int_t)probe_failures(p)));
         json_object_set_new(t, "commands",
                             json_pack("{s:s?,s:s?}", "api", api_cmd, "wrk", wrk_cmd));
@@ -568,6 +593,32 @@ static void storhd_version(run_state *st)
         json_decref(doc);
     }
     client_free(&r);
+}
+
+/* The ratios group commit is judged by: each scenario over the disk's
+ * per-publish limit (--disk-publish; median of per-trial ratios), and
+ * doc-post (32 connections) over doc-post-1 (medians of the same run). */
+static void print_comparisons(const json_t *scen_list)
+{
+    size_t i;
+    const json_t *sc;
+    double post = 0, post1 = 0;
+    json_array_foreach(scen_list, i, sc)
+    {
+        const char *name = json_string_value(json_object_get(sc, "name"));
+        const json_t *s = json_object_get(sc, "summary");
+        double rps = json_number_value(json_object_get(json_object_get(s, "rps"), "median"));
+        if (!strcmp(name, "doc-post"))
+            post = rps;
+        if (!strcmp(name, "doc-post-1"))
+            post1 = rps;
+        if (json_object_get(s, "vs_disk"))
+            printf("%-10s %8.1fx the disk's per-publish limit (%.0f/s; medians of the trials)\n",
+                   name, json_number_value(json_object_get(s, "vs_disk")),
+                   json_number_value(json_object_get(s, "disk_publish_per_s")));
+    }
+    if (post > 0 && post1 > 0)
+        printf("doc-post   %8.1fx doc-post-1 (medians of this run)\n", post / post1);
 }
 
 int main(int argc, char **argv)
@@ -700,6 +751,7 @@ int main(int argc, char **argv)
                json_number_value(json_object_get(s, "cpu_us_per_request")),
                (long long)json_integer_value(json_object_get(s, "errors")));
     }
+    print_comparisons(scen_list);
     printf("wrote %s and %s\n", json_path, html_path);
     if (failed) {
         fprintf(stderr, "storh-trial: %d of %d trials failed\n", failed, total);
