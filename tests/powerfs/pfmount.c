@@ -12,6 +12,17 @@
 #include <time.h>
 #include <unistd.h>
 
+char *pfmount_scratch(char out[PATH_MAX])
+{
+    const char *base = getenv("POWERFS_TMPDIR");
+    if (!base && access("/dev/shm", W_OK) == 0)
+        base = "/dev/shm";
+    if (!base)
+        base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(out, PATH_MAX, "%s/storhd-powerfs-XXXXXX", base);
+    return mkdtemp(out);
+}
+
 int pfmount_start(pfmount *m, const char *scratch)
 {
     memset(m, 0, sizeof *m);

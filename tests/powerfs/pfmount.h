@@ -15,6 +15,10 @@ typedef struct pfmount {
     dev_t dev; /* of the mount */
 } pfmount;
 
+/* A fresh scratch directory for pfmount_start, on a tmpfs when there is
+ * one (/dev/shm: a cut rewrites the whole tree, which a busy disk makes
+ * slow), else under $TMPDIR; $POWERFS_TMPDIR overrides. NULL on failure. */
+char *pfmount_scratch(char out[PATH_MAX]);
 /* scratch: an existing empty directory. Returns 0 once mounted. */
 int pfmount_start(pfmount *m, const char *scratch);
 /* Writes one command ("sync", "cut strict", "cut SEED"); 0 on success. */

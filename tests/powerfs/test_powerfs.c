@@ -287,4 +287,15 @@ static const test_case cases[] = {
     {"randomized_cuts_leave_allowed_states", randomized_cuts_leave_allowed_states},
 };
 
-TMPDIR_TEST_MAIN(scratch, cases)
+static int run_cases(int argc, char **argv);
+
+int main(int argc, char **argv)
+{
+    if (!pfmount_scratch(scratch))
+        return 2;
+    int rc = run_cases(argc, argv);
+    tmpdir_remove(scratch);
+    return rc;
+}
+
+TEST_MAIN_NAMED(run_cases, cases)
