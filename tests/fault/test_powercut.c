@@ -103,8 +103,9 @@ static char scratch[PATH_MAX], root[PATH_MAX], mirror_db[PATH_MAX];
 static ledger ledgers[WRITERS];
 static atomic_bool stop_writers;
 static bool atomic_bulk, indexes_acked;
-static long long checked, partial_bulk, bulk_acked, dropped_files, torn_pages;
-static atomic_long pushes, compactions;
+static long long checked, partial_bulk, dropped_files, torn_pages;
+static atomic_long pushes, compactions, errors_5xx, dbulk_sent, dbulk_acked, lbulk_acked,
+    qbatch_acked;
 
 static unsigned long long rnd(unsigned long long *s)
 {
@@ -149,7 +150,12 @@ static bool ids_has(const ids *v, const char *id)
 
 static long call(const char *method, const char *path, const char *body, json_t **out)
 {
-    return client_json(d.base, method, path, body, out);
+    long st = client_json(d.base, method, path, body, out);
+    if (st >= 500) {
+        atomic_fetch_add(&errors_5xx, 1);
+        fprintf(stderr, "%s %s: %ld\n", method, path, st);
+    }
+    return st;
 }
 
 static long ndjson(const char *path, const char *body, size_t len)
@@ -158,6 +164,10 @@ static long ndjson(const char *path, const char *body, size_t len)
     if (client_do(d.base, "POST", path, "application/x-ndjson", body, len, NULL, 0, &r) != 0)
         return 0;
     long st = r.status;
+    if (st >= 500) {
+        atomic_fetch_add(&errors_5xx, 1);
+        fprintf(stderr, "POST %s: %ld %.300s\n", path, st, r.body);
+    }
     client_free(&r);
     return st;
 }
@@ -220,6 +230,7 @@ static bool delete_doc(ledger *l)
 static bool bulk_docs(ledger *l, long n)
 {
     group *g = new_group(&l->dbulk, &l->ndbulk, &l->capdbulk, n, BULK_DOCS);
+    atomic_fetch_add(&dbulk_sent, 1);
     g->first = l->ndocs;
     char body[BULK_DOCS * 300];
     size_t len = 0;
@@ -232,6 +243,7 @@ static bool bulk_docs(ledger *l, long n)
     }
     long st = ndjson("/v1/docs/" DOCS "/_bulk", body, len);
     if (st == 200) {
+        atomic_fetch_add(&dbulk_acked, 1);
         g->expect = BULK_DOCS;
         for (int i = 0; i < BULK_DOCS; i++) {
             l->docs[g->first + (size_t)i].acked = n;
@@ -286,8 +298,10 @@ static bool bulk_logs(ledger *l, long n)
         len += (size_t)snprintf(body + len, sizeof body - len,
                                 "{\"w\":%d,\"n\":%ld,\"b\":%ld,\"i\":%d}\n", l->w, n, g->b, i);
     long st = ndjson("/v1/logs/" LOG "/_bulk", body, len);
-    if (st == 200)
+    if (st == 200) {
+        atomic_fetch_add(&lbulk_acked, 1);
         g->expect = BULK_LOGS;
+    }
     return st != 0;
 }
 
@@ -312,8 +326,10 @@ static bool enqueue(ledger *l, long n, bool batch)
         size_t i;
         json_t *id;
         json_array_foreach(list, i, id) ids_add(&l->enqueued, json_string_value(id));
-        if (g)
+        if (g) {
+            atomic_fetch_add(&qbatch_acked, 1);
             g->expect = BATCH_JOBS;
+        }
     }
     json_decref(r);
     return st != 0;
@@ -761,24 +777,25 @@ TEST(acknowledged_writes_survive_power_cuts)
         torn_pages += pfmount_stat(&pm, "cut_torn");
     }
     CHECK_INT(daemon_stop(&d), 0);
+    CHECK_INT(atomic_load(&errors_5xx), 0); /* a kill ends a request without an answer */
     long long docs = 0, logs = 0, jobs = 0;
     for (int w = 0; w < WRITERS; w++) {
         for (size_t i = 0; i < ledgers[w].ndocs; i++)
             docs += ledgers[w].docs[i].acked >= 0 || ledgers[w].docs[i].deleted;
         logs += (long long)ledgers[w].nlogs;
         jobs += (long long)ledgers[w].enqueued.n;
-        for (size_t i = 0; i < ledgers[w].ndbulk; i++)
-            bulk_acked += ledgers[w].dbulk[i].expect == ledgers[w].dbulk[i].k;
-        for (size_t i = 0; i < ledgers[w].nlbulk; i++)
-            bulk_acked += ledgers[w].lbulk[i].expect == ledgers[w].lbulk[i].k;
     }
     printf("powercut: %d strict and %d randomized cuts survived (%lld files dropped, %lld pages "
            "torn; %ld syncfs relayed, %ld compactions, %ld mirror pushes); %lld documents, %lld "
-           "log records, %lld jobs, %lld multi-row writes acknowledged; %lld checks of "
-           "acknowledged writes, %d failed; %lld multi-row writes in flight found in part\n",
+           "log records, %lld jobs, %ld multi-row writes acknowledged (%ld documents _bulk of "
+           "%ld sent, %ld log _bulk, %ld queue arrays); %lld checks of acknowledged writes, %d "
+           "failed; %lld multi-row writes in flight found in part; %ld answers 5xx\n",
            strict, randomized, dropped_files, torn_pages, atomic_load(&relay.relayed),
-           atomic_load(&compactions), atomic_load(&pushes), docs, logs, jobs, bulk_acked, checked,
-           test_failures, partial_bulk);
+           atomic_load(&compactions), atomic_load(&pushes), docs, logs, jobs,
+           atomic_load(&dbulk_acked) + atomic_load(&lbulk_acked) + atomic_load(&qbatch_acked),
+           atomic_load(&dbulk_acked), atomic_load(&dbulk_sent), atomic_load(&lbulk_acked),
+           atomic_load(&qbatch_acked), checked, test_failures, partial_bulk,
+           atomic_load(&errors_5xx));
 }
 
 static const test_case cases[] = {

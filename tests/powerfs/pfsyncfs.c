@@ -120,13 +120,7 @@ static void *relay(void *arg)
         }
         if (pf[0].revents)
             break;
-        if (pf[1].revents & POLLIN) {
-            int fd = recv_fd(r->sock[0]);
-            if (fd >= 0 && n < MAXL)
-                lfds[n++] = fd;
-            else if (fd >= 0)
-                close(fd);
-        }
+        /* the listeners this poll looked at, then a new one */
         for (int i = n - 1; i >= 0; i--) {
             if (pf[2 + i].revents & POLLIN)
                 serve(r, lfds[i]);
@@ -134,6 +128,13 @@ static void *relay(void *arg)
                 close(lfds[i]); /* its process ended */
                 lfds[i] = lfds[--n];
             }
+        }
+        if (pf[1].revents & POLLIN) {
+            int fd = recv_fd(r->sock[0]);
+            if (fd >= 0 && n < MAXL)
+                lfds[n++] = fd;
+            else if (fd >= 0)
+                close(fd);
         }
     }
     for (int i = 0; i < n; i++)
