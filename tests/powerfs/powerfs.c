@@ -507,8 +507,10 @@ int main(int argc, char **argv)
     char *fargv[] = {argv[0], "-o", "auto_unmount,fsname=powerfs,subtype=powerfs", "-d", NULL};
     struct fuse_args args = FUSE_ARGS_INIT(argc > 4 && !strcmp(argv[4], "-d") ? 4 : 3, fargv);
     struct fuse *f = fuse_new(&args, &ops, sizeof ops, NULL);
-    if (!f)
+    if (!f) {
+        fuse_opt_free_args(&args);
         return 1;
+    }
     int rc = 1;
     if (fuse_mount(f, argv[3]) == 0) {
         if (fuse_set_signal_handlers(fuse_get_session(f)) == 0) {
@@ -518,6 +520,7 @@ int main(int argc, char **argv)
         fuse_unmount(f);
     }
     fuse_destroy(f);
+    fuse_opt_free_args(&args);
     pf_free();
     return rc;
 }
