@@ -496,11 +496,15 @@ static int write_entry(const char *path, const char *field, const char *key, con
                        json_t *ids, storh_err *err)
 {
     if (json_array_size(ids) == 0) {
-        if (unlink(path) != 0 && errno != ENOENT)
-            return storh_err_sys(err, errno, "Could not delete index file %s", path);
+        /* errno is only meaningful after a failed unlink: a stale ENOENT
+         * must not skip the directory fsync that makes the removal durable */
+        if (unlink(path) != 0)
+            return errno == ENOENT
+                       ? 0
+                       : storh_err_sys(err, errno, "Could not delete index file %s", path);
         char dir[PATH_MAX];
         fsx_dirname(path, dir, sizeof dir);
-        return errno == ENOENT ? 0 : fsx_fsync_dir(dir, err);
+        return fsx_fsync_dir(dir, err);
     }
     json_t *o = json_object();
     json_object_set_new(o, "field", json_string(field));
@@ -716,7 +720,15 @@ static int append_synced(const char *path, const char *data, size_t len, storh_e
     int rc = fsx_mkdirs(dir, true, err);
     if (rc)
         return rc;
-    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    /* a file this call creates is durable only once its directory is synced */
+    bool created = false;
+    int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        created = fd >= 0;
+        if (fd < 0 && errno == EEXIST)
+            fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+    }
     if (fd < 0)
         return storh_err_sys(err, errno, "Could not open storage file for appending: %s", path);
     bool lf;
@@ -736,7 +748,7 @@ static int append_synced(const char *path, const char *data, size_t len, storh_e
         return storh_err_sys(err, e, "Could not write storage file: %s", path);
     }
     close(fd);
-    return 0;
+    return created ? fsx_fsync_dir(dir, err) : 0;
 }
 
 /* ---------- maintenance ---------- */

@@ -101,6 +101,11 @@ int docstore_open(const char *root, const char *name, docstore **out, storh_err 
     if (!rc)
         rc = load_schema(ds, err);
     struct stat st;
+    /* A writer that died (a crash, a power cut) may have made a record
+     * durable without its index entries or the reverse: the indexes are
+     * rebuilt from the records before its marker goes. */
+    if (!rc && docindex_active(&ds->ix) && writers_any_stale(ds->dir))
+        rc = docstore_reindex(ds, NULL, err);
     if (!rc && stat(ds->dir, &st) == 0)
         rc = writers_cleanup_on_open(ds->dir, err);
     if (rc) {

@@ -37,7 +37,7 @@ int writers_register(const char *coll, const char *identity, storh_err *err)
     char dir[PATH_MAX], path[PATH_MAX];
     int rc = fsx_pathf(dir, err, "%s/.storh/writers", coll);
     if (!rc)
-        rc = fsx_mkdirs(dir, false, err);
+        rc = fsx_mkdirs(dir, true, err);
     if (!rc)
         rc = fsx_pathf(path, err, "%s/%s", dir, identity);
     if (rc)
@@ -46,7 +46,9 @@ int writers_register(const char *coll, const char *identity, storh_err *err)
     if (!f)
         return storh_err_sys(err, errno, "Could not register storage writer marker: %s", path);
     fclose(f);
-    return 0;
+    /* durable before the first write: after a power cut it tells the next
+     * open that a writer died (docstore_open rebuilds the indexes then) */
+    return fsx_fsync_dir(dir, err);
 }
 
 void writers_unregister(const char *coll, const char *identity)
@@ -162,6 +164,12 @@ static bool each_stale(const char *dir, bool unlink_them)
     return any;
 }
 
+bool writers_any_stale(const char *coll)
+{
+    char dir[PATH_MAX];
+    return fsx_pathf(dir, NULL, "%s/.storh/writers", coll) == 0 && each_stale(dir, false);
+}
+
 int writers_cleanup_on_open(const char *coll, storh_err *err)
 {
     char dir[PATH_MAX];
@@ -171,7 +179,8 @@ int writers_cleanup_on_open(const char *coll, storh_err *err)
     struct stat st;
     if (stat(dir, &st) != 0) {
         writers_sweep(coll, err);
-        return fsx_mkdirs(dir, false, err);
+        /* synced: a marker in it must survive a power cut (writers_register) */
+        return fsx_mkdirs(dir, true, err);
     }
     if (!each_stale(dir, false))
         return 0;

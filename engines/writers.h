@@ -18,6 +18,9 @@ void writers_unregister(const char *coll, const char *identity);
 /* storh's cleanup_temp_files_on_open: sweep when .storh/writers is absent or
  * any marker is stale, then create the directory / drop stale markers. */
 int writers_cleanup_on_open(const char *coll, storh_err *err);
+/* Whether a marker of a dead writer is there (one that may have died in
+ * the middle of a write). */
+bool writers_any_stale(const char *coll);
 /* The sweep itself (also run by repair). */
 int writers_sweep(const char *coll, storh_err *err);
 bool writers_pid_alive(long pid);

@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(gcc make cmake pkg-config ca-certificates curl
       libmicrohttpd-dev libjansson-dev libxxhash-dev libcurl4-openssl-dev
-      libsqlite3-dev libpq-dev postgresql libjwt-dev libssl-dev)
+      libsqlite3-dev libpq-dev postgresql libjwt-dev libssl-dev libfuse3-dev fuse3)
 PKGS+=("$@")
 missing=()
 for p in "${PKGS[@]}"; do

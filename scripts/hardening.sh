@@ -4,6 +4,8 @@
 # output of each suite to build/hardening/<suite>.log.
 #   crash      250 SIGKILLs at random points under writes, torn writes
 #              injected before every other restart (STORHD_CRASH_KILLS)
+#   powercut   400 power cuts on powerfs (200 strict, 200 randomized) under
+#              writes (STORHD_POWERCUT_CUTS)
 #   disk full  on a small tmpfs and on a loop-mounted ext4
 #   security   every route's names, scopes, tokens, sizes, slow clients, SQL
 #   fuzzing    each libFuzzer target for FUZZ_SECONDS (default 300)
@@ -13,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh wrk jq python3-jsonschema valgrind e2fsprogs >/dev/null
-suites=${*:-crash diskfull security fuzz load memcheck}
+suites=${*:-crash powercut diskfull security fuzz load memcheck}
 out=build/hardening
 mkdir -p "$out"
 : >"$out/summary.txt"
@@ -37,6 +39,7 @@ failed=0
 for s in $suites; do
   case $s in
   crash) STORHD_CRASH_KILLS=${STORHD_CRASH_KILLS:-250} suite crash "^crash:" build/test/tests/test_crash || failed=1 ;;
+  powercut) STORHD_POWERCUT_CUTS=${STORHD_POWERCUT_CUTS:-400} suite powercut "^powercut:" build/test/tests/test_powercut || failed=1 ;;
   diskfull)
     suite diskfull-tmpfs "^disk full" build/test/tests/test_diskfull || failed=1
     STORHD_DISKFULL_FS=ext4 suite diskfull-ext4 "^disk full" build/test/tests/test_diskfull || failed=1

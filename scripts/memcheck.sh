@@ -20,6 +20,7 @@ opts="--quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=defi
 opts="$opts --show-leak-kinds=definite,indirect --num-callers=30"
 export STORHD_TEST_WRAPPER="valgrind $opts --log-file=$logs/storhd-%p.log"
 export STORHD_CRASH_KILLS=${STORHD_CRASH_KILLS:-6}
+export STORHD_POWERCUT_CUTS=${STORHD_POWERCUT_CUTS:-6}
 cd build/memcheck
 # the contract check (Python) runs in the normal ctest passes, not under valgrind
 ctest -T memcheck -j"$(nproc)" --output-on-failure -E "http_trial_smoke|bench_gate|prometheus_|contract_" -FA contract \

@@ -16,6 +16,8 @@
 #include "../tmpdir.h"
 #include "client.h"
 
+int (*daemon_pre_exec)(void);
+
 static size_t discard(char *p, size_t s, size_t n, void *u)
 {
     (void)p;
@@ -84,6 +86,8 @@ int daemon_start(daemon_proc *d, const char *root, const char *const *extra)
                 dup2(fd, STDOUT_FILENO);
                 dup2(fd, STDERR_FILENO);
             }
+            if (daemon_pre_exec && daemon_pre_exec() != 0)
+                _exit(126);
             execvp(argv[0], (char *const *)argv);
             _exit(127);
         }

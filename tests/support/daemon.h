@@ -16,6 +16,10 @@ typedef struct daemon_proc {
     char base[64]; /* http://127.0.0.1:PORT */
 } daemon_proc;
 
+/* When set, runs in storhd's child process just before exec (the power-cut
+ * suite installs its syncfs relay there); it returns 0 or the child exits. */
+extern int (*daemon_pre_exec)(void);
+
 /* extra: NULL-terminated extra argv entries, may be NULL. root: an existing
  * dir to reuse, or NULL for a fresh scratch dir. Returns 0 when serving. */
 int daemon_start(daemon_proc *d, const char *root, const char *const *extra);
