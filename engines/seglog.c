@@ -479,8 +479,8 @@ static void remove_unreferenced(seglog *s)
     while ((de = readdir(d))) {
         const char *n = de->d_name;
         size_t nl = strlen(n);
-        bool uncommitted = seg_number(n) >= s->next_segment && nl > 7 &&
-                           !strcmp(n + nl - 7, ".ndjson");
+        bool uncommitted =
+            seg_number(n) >= s->next_segment && nl > 7 && !strcmp(n + nl - 7, ".ndjson");
         if (strncmp(n, "compact-", 8) != 0 && !uncommitted)
             continue;
         bool referenced = false;
