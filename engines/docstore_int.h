@@ -35,5 +35,8 @@ int docstore_lock(docstore *ds, fsx_lock *l, storh_err *err);
 void docstore_unlock(docstore *ds, fsx_lock *l);
 /* Reads and decodes the record file of id without the cache. */
 int docstore_read_record(docstore *ds, const char *id, json_t **data, storh_err *err);
+/* Under the lock: rebuilds every index entry from the records on disk;
+ * *out (may be NULL) = {"fields","entries"}. */
+int docstore_reindex_locked(docstore *ds, json_t **out, storh_err *err);
 
 #endif

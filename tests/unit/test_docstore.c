@@ -131,11 +131,14 @@ TEST(stage_abort_changes_nothing)
         CHECK_INT(docstore_stage_put(st, NULL, d, id, NULL), 0);
         json_decref(d);
     }
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], stage[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/bulk/data", root);
-    CHECK_INT(count_files(dir, ".tmp"), 20);
+    snprintf(stage, sizeof stage, "%s/bulk/.storh/bulk", root);
+    /* staged outside data/: the rows and the stage's lock file */
+    CHECK_INT(count_files(stage, ""), 21);
+    CHECK_INT(count_files(dir, ""), 0);
     docstore_stage_abort(st);
-    CHECK_INT(count_files(dir, ".tmp"), 0);
+    CHECK_INT(count_files(stage, ""), 0);
     CHECK_INT(count_files(dir, ".jsonc"), 0);
     /* and a commit publishes them all */
     CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
@@ -149,6 +152,7 @@ TEST(stage_abort_changes_nothing)
     CHECK_INT(n, 20);
     CHECK_INT(count_files(dir, ".jsonc"), 20);
     CHECK_INT(count_files(dir, ".tmp"), 0);
+    CHECK_INT(count_files(stage, ""), 0); /* the stage and its commit record are gone */
     docstore_close(ds);
 }
 

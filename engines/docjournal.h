@@ -1,0 +1,49 @@
+/* docjournal: all-or-nothing DocStore bulk writes across a crash. A bulk
+ * stages its rows in <coll>/.storh/bulk/<identity>.<n>/ (row i in file
+ * "<i>", names storh's temp sweep leaves alone), holding an flock on the
+ * stage's "lock" file while its writer lives. Once the rows are durable, the
+ * commit record journal.jsonc (published: fsync, rename, directory fsync)
+ * lists each row's record path and what that path held then; from that
+ * moment the bulk is committed. The renames follow; the journal is removed
+ * only after they are durable. Whoever opens the collection next rolls a
+ * dead writer's committed stage forward (a row whose record path changed
+ * since, by another writer, is left to that writer) and drops uncommitted
+ * ones.
+ *
+ *   begin --rows--> staged --commit--> committed --renames, end--> gone
+ *      \--(crash/abort)--> dropped on open  \--(crash)--> rolled forward */
+#ifndef STORH_DOCJOURNAL_H
+#define STORH_DOCJOURNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "storh_err.h"
+
+typedef struct docjournal docjournal;
+
+/* Creates the stage directory (under the collection lock, which the caller
+ * holds, so no opener sees it half made) and takes its flock. */
+int docjournal_begin(const char *coll, const char *identity, unsigned long n, docjournal **out,
+                     storh_err *err);
+/* The staged file of row i, into out (PATH_MAX). */
+int docjournal_row_path(const docjournal *j, size_t i, char *out, storh_err *err);
+/* The commit record for rows 0..n-1 whose record paths are finals[i]
+ * (every staged file durable already). After it returns 0 the bulk is
+ * committed. */
+int docjournal_commit(docjournal *j, const char *const *finals, size_t n, storh_err *err);
+/* rename(from, to), making to's directory when it is missing. */
+int docjournal_rename(const char *from, const char *to, storh_err *err);
+/* Removes the stage (journal first) and frees j. Call it once the renames
+ * are durable, or before the commit to drop the bulk. */
+void docjournal_end(docjournal *j);
+/* Frees j and its flock but leaves the stage on disk: a committed bulk
+ * whose renames failed is then finished by the next open. */
+void docjournal_release(docjournal *j);
+/* Under the collection lock, on open: finishes committed stages of dead
+ * writers and drops uncommitted ones. *rolled: a committed stage was
+ * found (its rows' index entries must be rebuilt). */
+int docjournal_recover(const char *coll, bool *rolled, storh_err *err);
+
+#endif
