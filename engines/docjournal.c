@@ -28,23 +28,42 @@ static int64_t mtime_ns(const struct stat *st)
     return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
+/* The flock on <dir>.lock, which sits beside the stage directory and is
+ * taken before that directory exists, so an opener that sees a stage and
+ * can lock it knows its writer is gone. A lock file unlinked by such an
+ * opener between our open and flock is not ours anymore: then again. */
 static int lock_stage(const char *dir, bool wait, int *fd, storh_err *err)
 {
     char p[PATH_MAX];
-    int rc = fsx_pathf(p, err, "%s/lock", dir);
+    int rc = fsx_pathf(p, err, "%s.lock", dir);
     if (rc)
         return rc;
-    *fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (*fd < 0)
-        return storh_err_sys(err, errno, "Could not open bulk stage lock %s", p);
-    if (flock(*fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
-        int e = errno;
+    for (;;) {
+        *fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (*fd < 0)
+            return storh_err_sys(err, errno, "Could not open bulk stage lock %s", p);
+        if (flock(*fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+            int e = errno;
+            close(*fd);
+            *fd = -1;
+            return e == EWOULDBLOCK ? STORH_ECONFLICT
+                                    : storh_err_sys(err, e, "Could not lock bulk stage %s", p);
+        }
+        struct stat a, b;
+        if (fstat(*fd, &a) == 0 && stat(p, &b) == 0 && a.st_ino == b.st_ino)
+            return 0;
         close(*fd);
-        *fd = -1;
-        return e == EWOULDBLOCK ? STORH_ECONFLICT
-                                : storh_err_sys(err, e, "Could not lock bulk stage %s", p);
     }
-    return 0;
+}
+
+/* Drops a stage's lock file, then its descriptor (and so the flock). */
+static void unlock_stage(const char *dir, int fd)
+{
+    char p[PATH_MAX];
+    if (!fsx_pathf(p, NULL, "%s.lock", dir))
+        unlink(p);
+    if (fd >= 0)
+        close(fd);
 }
 
 int docjournal_begin(const char *coll, const char *identity, unsigned long n, docjournal **out,
@@ -55,11 +74,16 @@ int docjournal_begin(const char *coll, const char *identity, unsigned long n, do
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     j->lock_fd = -1;
     snprintf(j->coll, sizeof j->coll, "%s", coll);
+    char bulk[PATH_MAX];
     int rc = fsx_pathf(j->dir, err, "%s/.storh/bulk/%s.%lu", coll, identity, n);
     if (!rc)
-        rc = fsx_mkdirs(j->dir, false, err); /* durable with the rows' syncfs */
+        rc = fsx_pathf(bulk, err, "%s/.storh/bulk", coll);
+    if (!rc) /* durable with the rows' syncfs */
+        rc = fsx_mkdirs(bulk, false, err);
     if (!rc)
         rc = lock_stage(j->dir, true, &j->lock_fd, err);
+    if (!rc && mkdir(j->dir, 0777) != 0)
+        rc = storh_err_sys(err, errno, "Could not create bulk stage %s", j->dir);
     if (rc) {
         docjournal_end(j);
         return rc;
@@ -163,6 +187,9 @@ void docjournal_end(docjournal *j)
         return;
     if (j->dir[0])
         remove_stage(j->dir);
+    if (j->lock_fd >= 0)
+        unlock_stage(j->dir, j->lock_fd);
+    j->lock_fd = -1;
     docjournal_release(j);
 }
 
@@ -240,6 +267,14 @@ int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
             (rc = fsx_pathf(jp, err, "%s/journal.jsonc", dir)))
             break;
         struct stat st;
+        size_t nl = strlen(dir);
+        if (nl > 5 && !strcmp(dir + nl - 5, ".lock")) { /* a lock without its stage */
+            dir[nl - 5] = '\0';
+            int fd;
+            if (stat(dir, &st) != 0 && lock_stage(dir, false, &fd, NULL) == 0)
+                unlock_stage(dir, fd);
+            continue;
+        }
         if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
             continue;
         int fd;
@@ -262,6 +297,7 @@ int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
             rc = jrc;
         }
         buf_free(&b);
+        /* the stage goes once the renames are durable, the lock after it */
         if (!rc) {
             char(*nd)[PATH_MAX] = realloc(done, (ndone + 1) * sizeof *done);
             if (nd) {
@@ -282,8 +318,10 @@ int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
         if (fd >= 0)
             close(fd);
     }
-    for (size_t i = 0; !rc && i < ndone; i++)
+    for (size_t i = 0; !rc && i < ndone; i++) {
         remove_stage(done[i]);
+        unlock_stage(done[i], -1);
+    }
     free(done);
     return rc;
 }

@@ -1,7 +1,7 @@
 /* docjournal: all-or-nothing DocStore bulk writes across a crash. A bulk
  * stages its rows in <coll>/.storh/bulk/<identity>.<n>/ (row i in file
- * "<i>", names storh's temp sweep leaves alone), holding an flock on the
- * stage's "lock" file while its writer lives. Once the rows are durable, the
+ * "<i>", names storh's temp sweep leaves alone), holding an flock on
+ * <identity>.<n>.lock beside it while its writer lives. Once the rows are durable, the
  * commit record journal.jsonc (published: fsync, rename, directory fsync)
  * lists each row's record path and what that path held then; from that
  * moment the bulk is committed. The renames follow; the journal is removed
@@ -23,8 +23,8 @@
 
 typedef struct docjournal docjournal;
 
-/* Creates the stage directory (under the collection lock, which the caller
- * holds, so no opener sees it half made) and takes its flock. */
+/* Takes the stage's flock, then creates its directory (so an opener never
+ * sees a live stage it can lock). */
 int docjournal_begin(const char *coll, const char *identity, unsigned long n, docjournal **out,
                      storh_err *err);
 /* The staged file of row i, into out (PATH_MAX). */

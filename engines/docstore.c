@@ -415,15 +415,8 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     fsx_dirname(final, shard, sizeof shard);
     unsigned long seq = atomic_fetch_add(&ds->tmp_seq, 1) + 1;
     int rc = 0;
-    if (st->bulk && !st->j) { /* made under the lock: an opener never sees it half made */
-        fsx_lock l;
-        if (!(rc = docstore_lock(ds, &l, err))) {
-            rc = docjournal_begin(ds->dir, ds->identity, seq, &st->j, err);
-            docstore_unlock(ds, &l);
-        }
-        if (rc)
-            return rc;
-    }
+    if (st->bulk && !st->j && (rc = docjournal_begin(ds->dir, ds->identity, seq, &st->j, err)))
+        return rc;
     if (st->bulk)
         rc = docjournal_row_path(st->j, st->n, tmp, err);
     else

@@ -238,12 +238,12 @@ static int count_entries(const char *dir, const char *prefix)
  * segments; queue.log's size and its stage files; for documents the
  * modification times of data/ and its shard directories (a rename into
  * them) and any commit record under .storh/bulk. */
-static long long dir_sum(const char *dir, bool sizes, bool mtimes, const char *need)
+static unsigned long long dir_sum(const char *dir, bool sizes, bool mtimes, const char *need)
 {
     DIR *dd = opendir(dir);
     if (!dd)
         return 0;
-    long long sum = 0;
+    unsigned long long sum = 0;
     struct dirent *de;
     while ((de = readdir(dd))) {
         if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
@@ -255,15 +255,16 @@ static long long dir_sum(const char *dir, bool sizes, bool mtimes, const char *n
             continue;
         sum += 1000003;
         if (sizes)
-            sum += st.st_size;
+            sum += (unsigned long long)st.st_size;
         if (mtimes)
-            sum += st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+            sum += (unsigned long long)st.st_mtim.tv_sec * 1000000000ULL +
+                   (unsigned long long)st.st_mtim.tv_nsec;
     }
     closedir(dd);
     return sum;
 }
 
-static long long fingerprint(int kind)
+static unsigned long long fingerprint(int kind)
 {
     char dir[PATH_MAX];
     struct stat st;
@@ -276,16 +277,16 @@ static long long fingerprint(int kind)
         return dir_sum(dir, true, false, NULL);
     }
     snprintf(dir, sizeof dir, "%s/adocs/.storh/bulk", d.root);
-    long long sum = dir_sum(dir, false, false, "/journal.jsonc");
+    unsigned long long sum = dir_sum(dir, false, false, "/journal.jsonc");
     snprintf(dir, sizeof dir, "%s/adocs/data", d.root);
     if (stat(dir, &st) == 0)
-        sum += st.st_mtim.tv_nsec + dir_sum(dir, false, true, NULL);
+        sum += (unsigned long long)st.st_mtim.tv_nsec + dir_sum(dir, false, true, NULL);
     return sum;
 }
 
 /* Polls until the write changes its store's files, or the request ends.
  * true when it saw a change. */
-static bool watch(int kind, long long base, sender *s, double deadline)
+static bool watch(int kind, unsigned long long base, sender *s, double deadline)
 {
     while (now_ms() < deadline && s->status == -1)
         if (fingerprint(kind) != base)
@@ -374,7 +375,7 @@ static void trial(int kind, int t, double duration_ms, tally *ty)
     CHECK(prepare(kind));
     buf body = BUF_INIT;
     build_body(kind, tag, &body);
-    long long base = fingerprint(kind);
+    unsigned long long base = fingerprint(kind);
     sender s = {.kind = kind, .body = &body, .status = -1};
     double t0 = now_ms();
     pthread_create(&s.th, NULL, send_body, &s);
