@@ -16,6 +16,7 @@
 #include "estats.h"
 #include "fault.h"
 #include "fsx.h"
+#include "idmap.h"
 
 struct docjournal {
     char coll[PATH_MAX];
@@ -97,11 +98,19 @@ int docjournal_row_path(const docjournal *j, size_t i, char *out, storh_err *err
     return fsx_pathf(out, err, "%s/%zu", j->dir, i);
 }
 
-int docjournal_commit(docjournal *j, const char *const *finals, size_t n, storh_err *err)
+int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
+                      storh_err *err)
 {
     size_t cl = strlen(j->coll);
     json_t *rows = json_array();
-    int rc = rows ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    idmap last; /* id -> 1 + the latest row of this bulk that writes it */
+    int rc = rows && idmap_init(&last, sizeof(size_t)) == 0
+                 ? 0
+                 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    if (rc) {
+        json_decref(rows);
+        return rc;
+    }
     for (size_t i = 0; !rc && i < n; i++) {
         char staged[PATH_MAX];
         struct stat sst, tst;
@@ -113,21 +122,26 @@ int docjournal_commit(docjournal *j, const char *const *finals, size_t n, storh_
         }
         /* what the record path holds when the renames begin: the file an
          * earlier row of this bulk puts there, or the one on disk now */
+        bool fresh = false;
+        size_t *prev = idmap_put(&last, ids[i], &fresh);
+        if (!prev) {
+            rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            break;
+        }
+        char pp[PATH_MAX];
         json_t *pre = json_null();
-        size_t k = i;
-        while (k > 0 && strcmp(finals[k - 1], finals[i]) != 0)
-            k--;
-        char prev[PATH_MAX];
-        if (k > 0 && !(rc = docjournal_row_path(j, k - 1, prev, err)) && stat(prev, &tst) == 0)
+        if (!fresh && !(rc = docjournal_row_path(j, *prev - 1, pp, err)) && stat(pp, &tst) == 0)
             pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
-        else if (k == 0 && stat(finals[i], &tst) == 0)
+        else if (fresh && stat(finals[i], &tst) == 0)
             pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
+        *prev = i + 1;
         if (strncmp(finals[i], j->coll, cl) != 0 || finals[i][cl] != '/')
             rc = storh_err_set(err, STORH_EINVAL, "Record path outside the collection.");
         if (!rc && json_array_append_new(rows, json_pack("[soI]", finals[i] + cl + 1, pre,
                                                          (json_int_t)sst.st_ino)) != 0)
             rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     }
+    idmap_free(&last);
     json_t *doc = rc ? NULL : json_pack("{so}", "rows", rows);
     if (rc)
         json_decref(rows);

@@ -29,10 +29,11 @@ int docjournal_begin(const char *coll, const char *identity, unsigned long n, do
                      storh_err *err);
 /* The staged file of row i, into out (PATH_MAX). */
 int docjournal_row_path(const docjournal *j, size_t i, char *out, storh_err *err);
-/* The commit record for rows 0..n-1 whose record paths are finals[i]
+/* The commit record for rows 0..n-1 of record ids[i] at paths finals[i]
  * (every staged file durable already). After it returns 0 the bulk is
  * committed. */
-int docjournal_commit(docjournal *j, const char *const *finals, size_t n, storh_err *err);
+int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
+                      storh_err *err);
 /* rename(from, to), making to's directory when it is missing. */
 int docjournal_rename(const char *from, const char *to, storh_err *err);
 /* Removes the stage (journal first) and frees j. Call it once the renames

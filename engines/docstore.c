@@ -616,12 +616,14 @@ static int check_unique(docstore_stage *st, storh_err *err)
  * failure after it leaves the stage for the next open to finish. */
 static int commit_record(docstore_stage *st, storh_err *err)
 {
-    const char **finals = malloc(st->n * sizeof *finals);
+    const char **finals = malloc(2 * st->n * sizeof *finals), **ids = finals + st->n;
     if (!finals)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    for (size_t i = 0; i < st->n; i++)
+    for (size_t i = 0; i < st->n; i++) {
         finals[i] = st->rows[i].final;
-    int rc = docjournal_commit(st->j, finals, st->n, err);
+        ids[i] = st->rows[i].id;
+    }
+    int rc = docjournal_commit(st->j, finals, ids, st->n, err);
     free(finals);
     st->keep = rc == 0;
     return rc;
