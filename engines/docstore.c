@@ -616,9 +616,10 @@ static int check_unique(docstore_stage *st, storh_err *err)
  * failure after it leaves the stage for the next open to finish. */
 static int commit_record(docstore_stage *st, storh_err *err)
 {
-    const char **finals = malloc(2 * st->n * sizeof *finals), **ids = finals + st->n;
+    const char **finals = malloc(2 * st->n * sizeof *finals);
     if (!finals)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    const char **ids = finals + st->n;
     for (size_t i = 0; i < st->n; i++) {
         finals[i] = st->rows[i].final;
         ids[i] = st->rows[i].id;
