@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "estats.h"
+#include "frame.h"
 #include "fsx.h"
 
 #define STAGE_PREFIX "queue.batch-"
@@ -80,19 +81,28 @@ static int append_all(int fd, const char *p, size_t len, uint64_t at, storh_err 
     return 0;
 }
 
-/* Whether log bytes [from, size) hold an LF. */
-static int tail_has_lf(int fd, uint64_t from, uint64_t size, bool *lf, storh_err *err)
+/* Whether log bytes [from, size) are whole framed lines (events another
+ * process appended) rather than what a power cut leaves (a torn or zeroed
+ * page, an unterminated tail). */
+static int whole_events(int fd, uint64_t from, uint64_t size, bool *whole, storh_err *err)
 {
-    char chunk[65536];
-    *lf = false;
-    while (from < size && !*lf) {
-        size_t want = size - from < sizeof chunk ? (size_t)(size - from) : sizeof chunk;
-        ssize_t r = pread(fd, chunk, want, (off_t)from);
-        if (r <= 0)
-            return storh_err_sys(err, r < 0 ? errno : EIO, "Could not read log queue file.");
-        *lf = memchr(chunk, '\n', (size_t)r) != NULL;
-        from += (uint64_t)r;
+    size_t n = (size_t)(size - from);
+    char *b = malloc(n ? n : 1);
+    if (!b)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    ssize_t r = n ? pread(fd, b, n, (off_t)from) : 0;
+    if (r < 0 || (size_t)r != n) {
+        free(b);
+        return storh_err_sys(err, r < 0 ? errno : EIO, "Could not read log queue file.");
     }
+    *whole = n > 0;
+    for (size_t pos = 0; *whole && pos < n;) {
+        const char *nl = memchr(b + pos, '\n', n - pos), *j;
+        size_t jl;
+        *whole = nl && frame_decode(b + pos, (size_t)(nl - b) - pos, true, &j, &jl, NULL) == 0;
+        pos = nl ? (size_t)(nl - b) + 1 : n;
+    }
+    free(b);
     return 0;
 }
 
@@ -128,12 +138,13 @@ static int roll_forward(stage *s, int log_fd, storh_err *err)
     size_t b = k; /* the end of the last whole line of the prefix */
     while (b > 0 && ev[b - 1] != '\n')
         b--;
-    bool lf = false;
-    int rc = k == len ? 0 : tail_has_lf(log_fd, s->off + k, size, &lf, err);
+    bool whole = false;
+    int rc =
+        k == len || s->off + k == size ? 0 : whole_events(log_fd, s->off + b, size, &whole, err);
     if (rc || k == len) {
     } else if (s->off + k == size) {
         rc = append_all(log_fd, ev + k, len - k, size, err);
-    } else if (!lf) { /* a torn tail after the prefix: cut it, then finish */
+    } else if (!whole) { /* torn bytes after the prefix: cut them, then finish */
         if (ftruncate(log_fd, (off_t)(s->off + b)) != 0)
             rc = storh_err_sys(err, errno, "Could not truncate torn tail of the queue log");
         if (!rc)

@@ -377,7 +377,8 @@ static int stages_in(const char *name)
 }
 
 /* A batch whose stage is durable ends up whole, whatever part of it a
- * crash let into the log, and even when another process (storh, after
+ * crash let into the log (a prefix cut mid-line, a torn tail, pages kept
+ * with a hole between them), and even when another process (storh, after
  * cutting the torn tail) appended events after a part of it. */
 TEST(staged_batches_roll_forward)
 {
@@ -396,9 +397,12 @@ TEST(staged_batches_roll_forward)
     char *pre = log_of("pre"), *ev = log_of("src");
     size_t len = strlen(ev);
     const char *line2 = strchr(ev, '\n') + 1, *line3 = strchr(line2, '\n') + 1;
-    char cut[4096], torn[4096], foreign[4096];
+    char cut[4096], torn[4096], foreign[4096], holes[4096];
     snprintf(cut, sizeof cut, "%.*s", (int)(len * 45 / 100), ev);
     snprintf(torn, sizeof torn, "%.*s\x01garbage", (int)(len * 30 / 100), ev);
+    /* a power cut kept a later page of the append but not the one before */
+    snprintf(holes, sizeof holes, "%.*s%s%s", (int)(len * 20 / 100), ev, "\x01\x01\x01\x01",
+             ev + len * 60 / 100);
     /* two whole lines, then storh claims the first job */
     buf claim = BUF_INIT;
     char ev_json[128];
@@ -412,7 +416,7 @@ TEST(staged_batches_roll_forward)
         long long pending, processing;
     } cases[] = {
         {"none", "", 8, 0},  {"cut", cut, 8, 0},         {"torn", torn, 8, 0},
-        {"whole", ev, 8, 0}, {"foreign", foreign, 7, 1},
+        {"whole", ev, 8, 0}, {"foreign", foreign, 7, 1}, {"holes", holes, 8, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         staged_case(cases[i].name, pre, ev, cases[i].tail);
