@@ -93,9 +93,9 @@ int docjournal_begin(const char *coll, const char *identity, unsigned long n, do
     return 0;
 }
 
-int docjournal_row_path(const docjournal *j, size_t i, char *out, storh_err *err)
+int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out, storh_err *err)
 {
-    return fsx_pathf(out, err, "%s/%zu", j->dir, i);
+    return fsx_pathf(out, err, "%s/%.2s/%zu", j->dir, id + 24, i);
 }
 
 int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
@@ -114,7 +114,7 @@ int docjournal_commit(docjournal *j, const char *const *finals, const char *cons
     for (size_t i = 0; !rc && i < n; i++) {
         char staged[PATH_MAX];
         struct stat sst, tst;
-        if ((rc = docjournal_row_path(j, i, staged, err)))
+        if ((rc = docjournal_row_path(j, i, ids[i], staged, err)))
             break;
         if (stat(staged, &sst) != 0) {
             rc = storh_err_sys(err, errno, "Could not stat staged row %s", staged);
@@ -130,7 +130,8 @@ int docjournal_commit(docjournal *j, const char *const *finals, const char *cons
         }
         char pp[PATH_MAX];
         json_t *pre = json_null();
-        if (!fresh && !(rc = docjournal_row_path(j, *prev - 1, pp, err)) && stat(pp, &tst) == 0)
+        if (!fresh && !(rc = docjournal_row_path(j, *prev - 1, ids[i], pp, err)) &&
+            stat(pp, &tst) == 0)
             pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
         else if (fresh && stat(finals[i], &tst) == 0)
             pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
@@ -177,22 +178,30 @@ done:
     return 0;
 }
 
-/* Removes a stage directory, its commit record first. */
+/* Removes dir and what it holds, depth levels of directories deep. */
+static void remove_tree(const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        char p[PATH_MAX];
+        while ((de = readdir(d)))
+            if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+                !fsx_pathf(p, NULL, "%s/%s", dir, de->d_name) && unlink(p) != 0 && depth > 0)
+                remove_tree(p, depth - 1);
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* Removes a stage directory (rows in shard subdirectories), its commit
+ * record first. */
 static void remove_stage(const char *dir)
 {
     char p[PATH_MAX];
     if (!fsx_pathf(p, NULL, "%s/journal.jsonc", dir))
         unlink(p);
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)))
-            if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-                !fsx_pathf(p, NULL, "%s/%s", dir, de->d_name))
-                unlink(p);
-        closedir(d);
-    }
-    rmdir(dir);
+    remove_tree(dir, 1);
 }
 
 void docjournal_end(docjournal *j)
@@ -229,10 +238,11 @@ static int roll_forward(const char *coll, const char *dir, const json_t *doc, st
         const char *rel = json_string_value(json_array_get(r, 0));
         json_t *pre = json_array_get(r, 1);
         json_t *ino = json_array_get(r, 2);
-        if (!rel || strncmp(rel, "data/", 5) != 0 || strstr(rel, "..") || !json_is_integer(ino))
+        if (!rel || strncmp(rel, "data/", 5) != 0 || strlen(rel) < 9 || rel[7] != '/' ||
+            strstr(rel, "..") || !json_is_integer(ino))
             return storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal in %s", dir);
         char staged[PATH_MAX], target[PATH_MAX];
-        if ((rc = fsx_pathf(staged, err, "%s/%zu", dir, i)) ||
+        if ((rc = fsx_pathf(staged, err, "%s/%.2s/%zu", dir, rel + 5, i)) ||
             (rc = fsx_pathf(target, err, "%s/%s", coll, rel)))
             return rc;
         struct stat sst, tst;

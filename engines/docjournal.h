@@ -1,6 +1,6 @@
 /* docjournal: all-or-nothing DocStore bulk writes across a crash. A bulk
- * stages its rows in <coll>/.storh/bulk/<identity>.<n>/ (row i in file
- * "<i>", names storh's temp sweep leaves alone), holding an flock on
+ * stages its rows in <coll>/.storh/bulk/<identity>.<n>/ (row i of a record
+ * in shard ss in file "ss/<i>", names storh's temp sweep leaves alone), holding an flock on
  * <identity>.<n>.lock beside it while its writer lives. Once the rows are durable, the
  * commit record journal.jsonc (published: fsync, rename, directory fsync)
  * lists each row's record path and what that path held then; from that
@@ -27,8 +27,10 @@ typedef struct docjournal docjournal;
  * sees a live stage it can lock). */
 int docjournal_begin(const char *coll, const char *identity, unsigned long n, docjournal **out,
                      storh_err *err);
-/* The staged file of row i, into out (PATH_MAX). */
-int docjournal_row_path(const docjournal *j, size_t i, char *out, storh_err *err);
+/* The staged file of row i of record id, into out (PATH_MAX): in a
+ * subdirectory named like the record's shard, which keeps directories small
+ * (file creation slows down in one large directory). */
+int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out, storh_err *err);
 /* The commit record for rows 0..n-1 of record ids[i] at paths finals[i]
  * (every staged file durable already). After it returns 0 the bulk is
  * committed. */

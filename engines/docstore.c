@@ -418,7 +418,7 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     if (st->bulk && !st->j && (rc = docjournal_begin(ds->dir, ds->identity, seq, &st->j, err)))
         return rc;
     if (st->bulk)
-        rc = docjournal_row_path(st->j, st->n, tmp, err);
+        rc = docjournal_row_path(st->j, st->n, id, tmp, err);
     else
         rc = fsx_pathf(tmp, err, "%s/.%s.%lu.tmp", shard, ds->identity, seq);
     if (!rc && st->bulk && st->sync_fd < 0 &&
@@ -430,6 +430,8 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
         /* most likely a shard dir not made yet (perhaps by a racing thread
          * right now): make it, then try once more */
         /* bulk: the commit's syncfs makes the new directory durable too */
+        if (st->bulk)
+            fsx_dirname(tmp, shard, sizeof shard); /* the stage's shard */
         if (fsx_mkdirs(shard, !st->bulk, NULL) == 0)
             rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk, err);
     }
