@@ -20,7 +20,8 @@
 
 struct docjournal {
     char coll[PATH_MAX];
-    char dir[PATH_MAX];
+    char base[PATH_MAX]; /* <coll>/.storh/bulk/<identity>.<n>: .lock, .journal.jsonc */
+    const char *name;    /* <identity>.<n>, in base */
     int lock_fd;
 };
 
@@ -29,14 +30,14 @@ static int64_t mtime_ns(const struct stat *st)
     return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-/* The flock on <dir>.lock, which sits beside the stage directory and is
- * taken before that directory exists, so an opener that sees a stage and
- * can lock it knows its writer is gone. A lock file unlinked by such an
- * opener between our open and flock is not ours anymore: then again. */
-static int lock_stage(const char *dir, bool wait, int *fd, storh_err *err)
+/* The flock on <base>.lock, taken before the stage's first row exists, so
+ * an opener that finds a row or a commit record of a stage and can lock it
+ * knows its writer is gone. A lock file unlinked by such an opener between
+ * our open and flock is not ours anymore: then again. */
+static int lock_stage(const char *base, bool wait, int *fd, storh_err *err)
 {
     char p[PATH_MAX];
-    int rc = fsx_pathf(p, err, "%s.lock", dir);
+    int rc = fsx_pathf(p, err, "%s.lock", base);
     if (rc)
         return rc;
     for (;;) {
@@ -58,10 +59,10 @@ static int lock_stage(const char *dir, bool wait, int *fd, storh_err *err)
 }
 
 /* Drops a stage's lock file, then its descriptor (and so the flock). */
-static void unlock_stage(const char *dir, int fd)
+static void unlock_stage(const char *base, int fd)
 {
     char p[PATH_MAX];
-    if (!fsx_pathf(p, NULL, "%s.lock", dir))
+    if (!fsx_pathf(p, NULL, "%s.lock", base))
         unlink(p);
     if (fd >= 0)
         close(fd);
@@ -76,26 +77,31 @@ int docjournal_begin(const char *coll, const char *identity, unsigned long n, do
     j->lock_fd = -1;
     snprintf(j->coll, sizeof j->coll, "%s", coll);
     char bulk[PATH_MAX];
-    int rc = fsx_pathf(j->dir, err, "%s/.storh/bulk/%s.%lu", coll, identity, n);
+    int rc = fsx_pathf(j->base, err, "%s/.storh/bulk/%s.%lu", coll, identity, n);
     if (!rc)
         rc = fsx_pathf(bulk, err, "%s/.storh/bulk", coll);
     if (!rc) /* durable with the rows' syncfs */
         rc = fsx_mkdirs(bulk, false, err);
     if (!rc)
-        rc = lock_stage(j->dir, true, &j->lock_fd, err);
-    if (!rc && mkdir(j->dir, 0777) != 0)
-        rc = storh_err_sys(err, errno, "Could not create bulk stage %s", j->dir);
+        rc = lock_stage(j->base, true, &j->lock_fd, err);
     if (rc) {
-        docjournal_end(j);
+        docjournal_release(j);
         return rc;
     }
+    j->name = strrchr(j->base, '/') + 1;
     *out = j;
     return 0;
 }
 
+static int row_path(const char *coll, const char *name, const char *shard, size_t i, char *out,
+                    storh_err *err)
+{
+    return fsx_pathf(out, err, "%s/.storh/bulk/rows/%.2s/%s.%zu", coll, shard, name, i);
+}
+
 int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out, storh_err *err)
 {
-    return fsx_pathf(out, err, "%s/%.2s/%zu", j->dir, id + 24, i);
+    return row_path(j->coll, j->name, id + 24, i, out, err);
 }
 
 int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
@@ -152,7 +158,7 @@ int docjournal_commit(docjournal *j, const char *const *finals, const char *cons
         rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     char path[PATH_MAX];
     if (!rc)
-        rc = fsx_pathf(path, err, "%s/journal.jsonc", j->dir);
+        rc = fsx_pathf(path, err, "%s.journal.jsonc", j->base);
     if (!rc)
         rc = fsx_publish(path, text, strlen(text), err);
     free(text);
@@ -178,40 +184,20 @@ done:
     return 0;
 }
 
-/* Removes dir and what it holds, depth levels of directories deep. */
-static void remove_tree(const char *dir, int depth)
-{
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *de;
-        char p[PATH_MAX];
-        while ((de = readdir(d)))
-            if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-                !fsx_pathf(p, NULL, "%s/%s", dir, de->d_name) && unlink(p) != 0 && depth > 0)
-                remove_tree(p, depth - 1);
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
-/* Removes a stage directory (rows in shard subdirectories), its commit
- * record first. */
-static void remove_stage(const char *dir)
+/* Removes a stage's commit record, then its lock file (and flock). */
+static void remove_stage(const char *base, int fd)
 {
     char p[PATH_MAX];
-    if (!fsx_pathf(p, NULL, "%s/journal.jsonc", dir))
+    if (!fsx_pathf(p, NULL, "%s.journal.jsonc", base))
         unlink(p);
-    remove_tree(dir, 1);
+    unlock_stage(base, fd);
 }
 
 void docjournal_end(docjournal *j)
 {
     if (!j)
         return;
-    if (j->dir[0])
-        remove_stage(j->dir);
-    if (j->lock_fd >= 0)
-        unlock_stage(j->dir, j->lock_fd);
+    remove_stage(j->base, j->lock_fd);
     j->lock_fd = -1;
     docjournal_release(j);
 }
@@ -225,12 +211,12 @@ void docjournal_release(docjournal *j)
     free(j);
 }
 
-/* Replays the commit record of a dead writer's stage. */
-static int roll_forward(const char *coll, const char *dir, const json_t *doc, storh_err *err)
+/* Replays the commit record of a dead writer's stage (name, in bulk/). */
+static int roll_forward(const char *coll, const char *name, const json_t *doc, storh_err *err)
 {
     json_t *rows = json_object_get(doc, "rows"), *r;
     if (!json_is_array(rows))
-        return storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal in %s", dir);
+        return storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal of %s", name);
     size_t i;
     int rc = 0;
     json_array_foreach(rows, i, r)
@@ -240,9 +226,9 @@ static int roll_forward(const char *coll, const char *dir, const json_t *doc, st
         json_t *ino = json_array_get(r, 2);
         if (!rel || strncmp(rel, "data/", 5) != 0 || strlen(rel) < 9 || rel[7] != '/' ||
             strstr(rel, "..") || !json_is_integer(ino))
-            return storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal in %s", dir);
+            return storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal of %s", name);
         char staged[PATH_MAX], target[PATH_MAX];
-        if ((rc = fsx_pathf(staged, err, "%s/%.2s/%zu", dir, rel + 5, i)) ||
+        if ((rc = row_path(coll, name, rel + 5, i, staged, err)) ||
             (rc = fsx_pathf(target, err, "%s/%s", coll, rel)))
             return rc;
         struct stat sst, tst;
@@ -270,6 +256,70 @@ static int roll_forward(const char *coll, const char *dir, const json_t *doc, st
     return 0;
 }
 
+/* The stages recovery has looked at: dead ones (their flock held by us
+ * until they are removed) and live ones. */
+typedef struct stage_seen {
+    char name[96];
+    int fd; /* >= 0: dead, locked by us; -1: alive */
+} stage_seen;
+
+typedef struct seen_list {
+    stage_seen *v;
+    size_t n;
+} seen_list;
+
+/* Looks name up, locking it (without waiting) the first time: NULL on out
+ * of memory or a path too long. */
+static stage_seen *seen(seen_list *l, const char *bulk, const char *name, size_t len)
+{
+    if (len >= sizeof l->v->name)
+        return NULL;
+    for (size_t i = 0; i < l->n; i++)
+        if (!strncmp(l->v[i].name, name, len) && !l->v[i].name[len])
+            return &l->v[i];
+    stage_seen *g = realloc(l->v, (l->n + 1) * sizeof *g);
+    if (!g)
+        return NULL;
+    l->v = g;
+    stage_seen *e = &l->v[l->n++];
+    snprintf(e->name, sizeof e->name, "%.*s", (int)len, name);
+    char base[PATH_MAX];
+    if (fsx_pathf(base, NULL, "%s/%s", bulk, e->name) || lock_stage(base, false, &e->fd, NULL))
+        e->fd = -1;
+    return e;
+}
+
+/* Removes the rows of dead stages (left by an uncommitted bulk, or by a
+ * committed one whose rows another writer superseded). */
+static void sweep_rows(const char *bulk, seen_list *l)
+{
+    char rows[PATH_MAX];
+    if (fsx_pathf(rows, NULL, "%s/rows", bulk))
+        return;
+    DIR *d = opendir(rows);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char shard[PATH_MAX];
+        if (de->d_name[0] == '.' || fsx_pathf(shard, NULL, "%s/%s", rows, de->d_name))
+            continue;
+        DIR *sd = opendir(shard);
+        struct dirent *re;
+        while (sd && (re = readdir(sd))) {
+            const char *dot = strrchr(re->d_name, '.');
+            if (re->d_name[0] == '.' || !dot)
+                continue;
+            stage_seen *e = seen(l, bulk, re->d_name, (size_t)(dot - re->d_name));
+            char p[PATH_MAX];
+            if (e && e->fd >= 0 && !fsx_pathf(p, NULL, "%s/%s", shard, re->d_name))
+                unlink(p);
+        }
+        if (sd)
+            closedir(sd);
+    }
+    if (d)
+        closedir(d);
+}
+
 int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
 {
     *rolled = false;
@@ -280,58 +330,40 @@ int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
     DIR *d = opendir(bulk);
     if (!d)
         return errno == ENOENT ? 0 : storh_err_sys(err, errno, "Could not list %s", bulk);
+    seen_list l = {NULL, 0};
     struct dirent *de;
-    char(*done)[PATH_MAX] = NULL;
-    size_t ndone = 0;
+    static const char *const suffixes[] = {".lock", ".journal.jsonc"};
     while (!rc && (de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char dir[PATH_MAX], jp[PATH_MAX];
-        if ((rc = fsx_pathf(dir, err, "%s/%s", bulk, de->d_name)) ||
-            (rc = fsx_pathf(jp, err, "%s/journal.jsonc", dir)))
-            break;
-        struct stat st;
-        size_t nl = strlen(dir);
-        if (nl > 5 && !strcmp(dir + nl - 5, ".lock")) { /* a lock without its stage */
-            dir[nl - 5] = '\0';
-            int fd;
-            if (stat(dir, &st) != 0 && lock_stage(dir, false, &fd, NULL) == 0)
-                unlock_stage(dir, fd);
-            continue;
+        const char *nm = de->d_name;
+        size_t nl = strlen(nm);
+        for (size_t k = 0; k < 2 && nm[0] != '.'; k++) {
+            size_t sl = strlen(suffixes[k]);
+            if (nl > sl && !strcmp(nm + nl - sl, suffixes[k]) && !seen(&l, bulk, nm, nl - sl))
+                rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
         }
-        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-            continue;
-        int fd;
-        int lrc = lock_stage(dir, false, &fd, NULL);
-        if (lrc == STORH_ECONFLICT)
+    }
+    closedir(d);
+    for (size_t i = 0; !rc && i < l.n; i++) {
+        if (l.v[i].fd < 0)
             continue; /* its writer is alive */
-        if (lrc) {
-            rc = storh_err_sys(err, errno, "Could not lock bulk stage %s", dir);
-            break;
-        }
+        char jp[PATH_MAX];
         buf b = BUF_INIT;
+        if ((rc = fsx_pathf(jp, err, "%s/%s.journal.jsonc", bulk, l.v[i].name)))
+            break;
         int jrc = fsx_read_all(jp, &b, err);
         if (jrc == 0) {
             json_t *doc = json_loadb(b.data, b.len, 0, NULL);
-            rc = doc ? roll_forward(coll, dir, doc, err)
-                     : storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal in %s", dir);
+            rc = doc ? roll_forward(coll, l.v[i].name, doc, err)
+                     : storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal %s", jp);
             json_decref(doc);
             *rolled = true;
         } else if (jrc != STORH_ENOTFOUND) {
             rc = jrc;
         }
         buf_free(&b);
-        /* the stage goes once the renames are durable, the lock after it */
-        if (!rc) {
-            char(*nd)[PATH_MAX] = realloc(done, (ndone + 1) * sizeof *done);
-            if (nd) {
-                done = nd;
-                memcpy(done[ndone++], dir, PATH_MAX);
-            }
-        }
-        close(fd);
     }
-    closedir(d);
+    if (!rc)
+        sweep_rows(bulk, &l);
     /* the renames durable before any commit record goes */
     if (!rc && *rolled) {
         int fd = open(coll, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -342,10 +374,15 @@ int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
         if (fd >= 0)
             close(fd);
     }
-    for (size_t i = 0; !rc && i < ndone; i++) {
-        remove_stage(done[i]);
-        unlock_stage(done[i], -1);
+    for (size_t i = 0; i < l.n; i++) {
+        char base[PATH_MAX];
+        if (l.v[i].fd < 0)
+            continue;
+        if (!rc && !fsx_pathf(base, NULL, "%s/%s", bulk, l.v[i].name))
+            remove_stage(base, l.v[i].fd);
+        else
+            close(l.v[i].fd);
     }
-    free(done);
+    free(l.v);
     return rc;
 }

@@ -337,9 +337,22 @@ static long found_rows(int kind, const char *tag)
 static bool no_stages_left(int kind)
 {
     char dir[PATH_MAX];
-    if (kind == KIND_DOCS) {
+    if (kind == KIND_DOCS) { /* .storh/bulk holds empty rows/<shard> directories only */
         snprintf(dir, sizeof dir, "%s/adocs/.storh/bulk", d.root);
-        return count_entries(dir, "") == 2; /* . and .. */
+        if (count_entries(dir, "") != 2 + (count_entries(dir, "rows") == 1))
+            return false;
+        snprintf(dir, sizeof dir, "%s/adocs/.storh/bulk/rows", d.root);
+        DIR *dd = opendir(dir);
+        struct dirent *de;
+        bool empty = true;
+        while (empty && dd && (de = readdir(dd))) {
+            char p[PATH_MAX];
+            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+            empty = de->d_name[0] == '.' || count_entries(p, "") == 2;
+        }
+        if (dd)
+            closedir(dd);
+        return empty;
     }
     if (kind == KIND_QUEUE) {
         snprintf(dir, sizeof dir, "%s/aq", d.root);
