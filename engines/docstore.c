@@ -38,8 +38,8 @@ struct docstore_stage {
     /* a single put's temp is written without fsync too: its group makes it
      * durable (docgroup.h) */
     bool grouped;
-    int sync_fd; /* a descriptor on the collection's filesystem, opened at the
-                    first row so syncfs reports every writeback error since */
+    int sync_fd;   /* a descriptor on the collection's filesystem, opened at the
+                      first row so syncfs reports every writeback error since */
     docjournal *j; /* bulk: the stage its rows wait in, and its commit record */
     bool keep;     /* committed but not finished: the next open finishes it */
 };
