@@ -730,7 +730,7 @@ TEST(acknowledged_writes_survive_power_cuts)
 {
     const char *env = getenv("STORHD_POWERCUT_CUTS");
     int cuts = env ? atoi(env) : 24;
-    atomic_bulk = !getenv("STORHD_POWERCUT_BULK_ATOMIC") ||
+    atomic_bulk = getenv("STORHD_POWERCUT_BULK_ATOMIC") &&
                   strcmp(getenv("STORHD_POWERCUT_BULK_ATOMIC"), "0") != 0;
     unsigned long long seed = (unsigned long long)time(NULL) * 2654435761u + (unsigned)getpid();
     if (getenv("STORHD_POWERCUT_SEED"))
