@@ -91,6 +91,13 @@ static int add_coll(mirror *m, const char *name, bool is_log, const json_t *sche
     }
     c.name = strdup(name);
     c.table = strdup(table);
+    if (!c.name || !c.table) {
+        free(c.name);
+        free(c.table);
+        free(one);
+        schema_free(&c.sch);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
     c.is_log = is_log;
     c.mark = 0;
     *one = c;
@@ -117,7 +124,9 @@ int mirror_new(const char *name, const json_t *cfg, mirror **out, storh_err *err
     json_t *every = json_object_get(cfg, "push_every_seconds");
     m->push_every = json_is_integer(every) ? (int)json_integer_value(every) : 0;
     int rc = 0;
-    if (strcmp(m->driver, "sqlite") && strcmp(m->driver, "postgres"))
+    if (!m->name || !m->driver || !m->prefix || (target && !m->target))
+        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    else if (strcmp(m->driver, "sqlite") && strcmp(m->driver, "postgres"))
         rc = storh_err_set(err, STORH_EINVAL, "mirrors.%s.driver: must be sqlite or postgres.",
                            name);
     else if (!m->target)
