@@ -88,20 +88,31 @@ int seglog_verify(seglog *s, json_t **out, storh_err *err)
         pthread_mutex_unlock(&s->mu);
         return rc;
     }
+    /* catch_up above loaded whatever manifest is published (under the flock
+     * no other writer can replace it), so a replay of the same segments is
+     * the state as it should be; it fails or differs only for bad bytes */
     json_t *errors = json_array();
     idmap before;
-    idmap_init(&before, sizeof(live));
+    bool copied = errors && idmap_init(&before, sizeof(live)) == 0;
     size_t pos = 0;
     const char *k;
     void *v;
-    while (idmap_next(&s->state, &pos, &k, &v))
-        memcpy(idmap_put(&before, k, NULL), v, sizeof(live));
-    storh_err rerr;
-    if (seglog__manifest_changed(s)) {
-        bool exists;
-        if (seglog__manifest_load(s, &exists, &rerr) == 0)
-            seglog__open_active(s, &rerr);
+    while (copied && idmap_next(&s->state, &pos, &k, &v)) {
+        live *c = idmap_put(&before, k, NULL);
+        if (c)
+            memcpy(c, v, sizeof(live));
+        else
+            copied = false;
     }
+    if (!copied) {
+        if (errors)
+            idmap_free(&before);
+        json_decref(errors);
+        seglog__unlock(s);
+        pthread_mutex_unlock(&s->mu);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    storh_err rerr;
     if (seglog__replay(s, TORN_KEEP, &rerr) != 0)
         json_array_append_new(errors, json_string(rerr.msg));
     else if (!states_equal(&before, &s->state))
@@ -127,7 +138,9 @@ int seglog_verify(seglog *s, json_t **out, storh_err *err)
     pthread_mutex_unlock(&s->mu);
     /* every live record must decode */
     seglog_iter *it;
-    if (seglog_iter_open(s, NULL, &it, &rerr) == 0) {
+    if (seglog_iter_open(s, NULL, &it, &rerr) != 0) {
+        json_array_append_new(errors, json_string(rerr.msg));
+    } else {
         const char *id;
         json_t *d;
         int r;
