@@ -358,12 +358,15 @@ static int do_claim(queue *q, void *a, buf *lines, storh_err *err)
         if (!j || j->state != JOB_PENDING || j->seq != o->seq)
             continue;
         /* an id has one order entry per seq, so no id is picked twice */
+        /* a job goes into the answer before its claim event is written:
+         * one that cannot be handed out is not claimed */
         json_t *p = j->payload ? json_incref(j->payload) : json_object();
-        json_array_append_new(ca->jobs, json_pack("{ssso}", "id", id, "payload", p));
+        json_t *e = p ? json_pack("{ssso}", "id", id, "payload", p) : NULL;
+        if (!e || json_array_append_new(ca->jobs, e) != 0)
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
         event(lines, "claim", id, NULL, ts);
     }
     s->head = i; /* entries before i are claimed now, or stale */
-    (void)err;
     return 0;
 }
 
@@ -372,7 +375,8 @@ int queue_claim(queue *q, size_t limit, json_t **jobs, storh_err *err)
     if (limit < 1)
         return storh_err_set(err, STORH_EINVAL, "Queue claim limit must be at least 1.");
     claim_arg a = {limit, json_array()};
-    int rc = queue__with_lock(q, do_claim, &a, err);
+    int rc = a.jobs ? queue__with_lock(q, do_claim, &a, err)
+                    : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     if (rc) {
         json_decref(a.jobs);
         return rc;
