@@ -1,6 +1,15 @@
 /* mirror_int: the helpers the mirror's modules share: mirror.c (config,
  * collections, DDL, install), mirror_push.c (push, flush, rebuild) and
- * mirror_pull.c (pull, verify, scalar). Included only by those files. */
+ * mirror_pull.c (pull, verify, scalar). Included only by those files.
+ *
+ * The connection, one per mirror, used under m->mu:
+ *   none --mirror__connect_db (first call, or after a drop)--> connected
+ *   connected --a call fails with STORH_EUNAVAIL (mirror__settle)--> none
+ *   connected --any other failure (mirror__settle)--> connected, the
+ *       transaction rolled back and m->failures counted
+ * A push or a flush is one transaction (BEGIN, rows, COMMIT; ROLLBACK on
+ * any failure), so the mirror never holds half of one; rebuild empties the
+ * table in a statement of its own, then pushes. */
 #ifndef STORHD_MIRROR_INT_H
 #define STORHD_MIRROR_INT_H
 
