@@ -82,10 +82,6 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
     long long kept = 0, outno = 0;
     out_file o;
     memset(&o, 0, sizeof o);
-    seglog tmp; /* stats of the output being written, via seglog__apply() */
-    memset(&tmp, 0, sizeof tmp);
-    tmp.o = s->o;
-    idmap_init(&tmp.state, sizeof(live));
     buf line = BUF_INIT;
     for (size_t i = 0; !rc && i < nsealed; i++) {
         char path[PATH_MAX];
@@ -137,10 +133,8 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
                 json_decref(d);
                 buf_append(&o.bytes, line.data, line.len);
             }
-            /* stats and sparse entries of the output, by the same rules */
-            tmp.segs = &o.g;
-            tmp.nsegs = 1;
-            seglog__apply(&tmp, 0, at, OP_PUT, id, NULL, 0);
+            /* stats and sparse entries of the output, by the replay's rules */
+            seglog__seg_note(&o.g, s->o.sparse_interval, id, at);
             kept++;
             if (o.bytes.len >= s->o.max_segment_bytes)
                 rc = finish_output(s, &o, &outs, &nouts, err);
@@ -152,7 +146,6 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
     free(o.g.sp);
     buf_free(&o.bytes);
     buf_free(&line);
-    idmap_free(&tmp.state);
     char dir[PATH_MAX];
     if (!rc && !(rc = fsx_pathf(dir, err, "%s/segments", s->dir)))
         rc = fsx_fsync_dir(dir, err);
