@@ -301,13 +301,13 @@ int seglog_count_eq(seglog *s, const char *field, const json_t *value, size_t *n
     }
     /* build the field's counters from a scan; install them only if nothing
      * was appended meanwhile (an append would then have been missed) */
-    uint64_t gen0;
     pthread_mutex_lock(&s->mu);
-    gen0 = s->gc.written + s->gc.gen * (UINT64_C(1) << 48);
+    gcommit_ticket at = gcommit_position(&s->gc);
     pthread_mutex_unlock(&s->mu);
     json_t *built = json_object();
     seglog_iter *it = NULL;
-    rc = seglog_iter_open(s, NULL, &it, err);
+    rc = built ? seglog_iter_open(s, NULL, &it, err)
+               : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     const char *id;
     json_t *data;
     while (!rc) {
@@ -331,7 +331,8 @@ int seglog_count_eq(seglog *s, const char *field, const json_t *value, size_t *n
     *n = c ? (size_t)json_integer_value(c) : 0;
     *served = true;
     pthread_mutex_lock(&s->mu);
-    if (gen0 == s->gc.written + s->gc.gen * (UINT64_C(1) << 48)) {
+    gcommit_ticket now = gcommit_position(&s->gc);
+    if (now.gen == at.gen && now.off == at.off) {
         if (!s->counters)
             s->counters = json_object();
         json_object_set_new(s->counters, field,
