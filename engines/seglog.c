@@ -1,6 +1,5 @@
 #include "seglog.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,7 +13,6 @@
 
 #include "buf.h"
 #include "estats.h"
-#include "fault.h"
 #include "frame.h"
 #include "fsx.h"
 #include "gcommit.h"

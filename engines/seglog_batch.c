@@ -2,7 +2,6 @@
  * at commit as a segment of their own (all or nothing across a crash). */
 #include "seglog.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,18 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "estats.h"
 #include "fault.h"
-#include "frame.h"
 #include "fsx.h"
 #include "gcommit.h"
-#include "idmap.h"
-#include "sjson.h"
-#include "writers.h"
 #include "seglog_int.h"
 
 /* ---------- bulk appends through a spool file ----------

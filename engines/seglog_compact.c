@@ -3,17 +3,12 @@
  * then compacted). */
 #include "seglog.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "estats.h"
@@ -22,8 +17,6 @@
 #include "fsx.h"
 #include "gcommit.h"
 #include "idmap.h"
-#include "sjson.h"
-#include "writers.h"
 #include "seglog_int.h"
 
 /* ---------- compaction, retention, maintenance ---------- */

@@ -7,21 +7,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "estats.h"
-#include "fault.h"
-#include "frame.h"
 #include "fsx.h"
 #include "gcommit.h"
-#include "idmap.h"
 #include "sjson.h"
 #include "writers.h"
 #include "seglog_int.h"

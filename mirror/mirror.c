@@ -4,10 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "buf.h"
-#include "estats.h"
 #include "sjson.h"
 #include "xxhash.h"
 #include "mirror_int.h"

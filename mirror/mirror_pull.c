@@ -4,15 +4,9 @@
 #include "mirror.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 
-#include "buf.h"
-#include "estats.h"
 #include "sjson.h"
-#include "xxhash.h"
 #include "mirror_int.h"
 
 typedef struct pull_ctx {

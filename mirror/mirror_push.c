@@ -6,13 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "buf.h"
 #include "estats.h"
 #include "sjson.h"
-#include "xxhash.h"
 #include "mirror_int.h"
 
 /* ---- rows ---- */
