@@ -74,11 +74,11 @@ int queue_verify(queue *q, json_t **out, storh_err *err)
         return rc;
     }
     json_t *errors = json_array();
-    rc = queue__sync_log(q, err);
-    buf b = BUF_INIT;
     storh_err rerr;
-    if (rc || fsx_read_all(q->log, &b, &rerr) != 0) {
-        json_array_append_new(errors, json_string("Could not read log queue file."));
+    rc = queue__sync_log(q, &rerr);
+    buf b = BUF_INIT;
+    if (rc || fsx_read_all(q->log, &b, &rerr) != 0) { /* reported, with its reason */
+        json_array_append_new(errors, json_string(rerr.msg));
     } else {
         qstate fresh;
         queue__qstate_init(&fresh);

@@ -450,6 +450,25 @@ TEST(staged_batches_roll_forward)
     free(ev);
 }
 
+/* verify says why it could not read the log, not only that it could not. */
+TEST(verify_reports_why_the_log_is_unreadable)
+{
+    queue *q = open_q("gone");
+    json_t *jobs = js("[{}]"), *ids, *v;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    json_decref(ids);
+    json_decref(jobs);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/gone/queue.log", root);
+    CHECK_INT(unlink(p), 0);
+    CHECK_INT(queue_verify(q, &v, NULL), 0);
+    CHECK(json_is_false(json_object_get(v, "ok")));
+    const char *msg = json_string_value(json_array_get(json_object_get(v, "errors"), 0));
+    CHECK(msg && strstr(msg, "gone/queue.log") != NULL);
+    json_decref(v);
+    queue_close(q);
+}
+
 /* jansson's allocator for the next test: after `jansson_budget` more
  * allocations, every one fails until the budget is reset to -1. */
 static int jansson_budget = -1;
@@ -504,6 +523,7 @@ static const test_case tests[] = {
     {"bad_input_changes_nothing", bad_input_changes_nothing},
     {"staged_batches_roll_forward", staged_batches_roll_forward},
     {"claim_out_of_memory_claims_nothing", claim_out_of_memory_claims_nothing},
+    {"verify_reports_why_the_log_is_unreadable", verify_reports_why_the_log_is_unreadable},
 };
 
 TMPDIR_TEST_MAIN(root, tests)
