@@ -351,6 +351,9 @@ static void render_caches(buf *out, service *svc)
     buf_printf(out, "storhd_rpc_calls_total %llu\n", rs.calls);
     family(out, "storhd_rpc_seconds_total", "counter", "Time spent in page RPC calls.");
     buf_printf(out, "storhd_rpc_seconds_total %.6f\n", rs.seconds);
+    family(out, "storhd_rpc_coalesced_total", "counter",
+           "Page RPC misses that shared an identical call in progress (single-flight).");
+    buf_printf(out, "storhd_rpc_coalesced_total %llu\n", rs.coalesced);
 }
 
 static void render_mirrors(buf *out, service *svc)

@@ -41,7 +41,8 @@ static const route table[] = {
           .res = "200:UuidList"),
     ROUTE("GET", "/v1/uuid/{uuid}", h_uuid_check, .op = "checkUuid",
           .summary = "Validate a UUIDv7 and read its timestamp.", .res = "200:UuidCheck"),
-    ROUTE("POST", "/rpc/{function}", h_rpc, JSON_BODY, .op = "callRpc",
+    ROUTE("POST", "/rpc/{function}", h_rpc, JSON_BODY, .run = ROUTE_RUN_LOOP_FIRST,
+          .on_loop = h_rpc_hit, .op = "callRpc",
           .summary = "Call an allow-listed PostgreSQL function with a JSON object of arguments -> "
                      "rows.",
           .query = "if_none_match", .req = "RpcArgs",

@@ -26,6 +26,20 @@ typedef struct rentry {
     double expires;
 } rentry;
 
+/* One PostgreSQL call that identical concurrent misses wait for (under mu;
+ * the caller that made it runs it, the last one out frees it). */
+typedef struct flight {
+    struct flight *next;
+    char *key;
+    int waiters;
+    bool done;
+    int rc;
+    storh_err err;
+    char *body;
+    size_t len;
+    char etag[20];
+} flight;
+
 struct rpc {
     char *conninfo;
     char *fn[MAX_FUNCTIONS];
@@ -42,8 +56,10 @@ struct rpc {
     json_t *index;
     rentry *ring;
     size_t cap, head, count, bytes, max_bytes;
-    unsigned long long calls, hits, misses, evictions, waits, errors;
+    unsigned long long calls, hits, misses, evictions, waits, errors, coalesced;
     double latency_sum;
+    flight *flights; /* in progress */
+    pthread_cond_t fcv;
 };
 
 static double now_s(void)
@@ -80,6 +96,7 @@ int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap)
         return snprintf(msg, cap, "out of memory"), -1;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
+    pthread_cond_init(&r->fcv, NULL);
     r->conninfo = strdup(o->conninfo ? o->conninfo : "");
     r->nfn = split(o->functions, r->fn, MAX_FUNCTIONS);
     r->nscope = split(o->scope_claims ? o->scope_claims : "tenant,role", r->scope, 16);
@@ -128,6 +145,7 @@ void rpc_free(rpc *r)
     free(r->busy);
     free(r->conninfo);
     pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->fcv);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -297,6 +315,145 @@ static void cache_key(const rpc *r, const char *function, const char *args, cons
     }
 }
 
+/* The canonical arguments, the claims as text and the cache key. */
+static void call_keys(const rpc *r, const char *function, const json_t *args, const json_t *claims,
+                      buf *a, buf *cl, buf *key)
+{
+    sjson_encode(a, args, 0, NULL); /* canonical: one key for one argument set */
+    if (claims)
+        sjson_encode(cl, claims, 0, NULL);
+    else
+        buf_appends(cl, "{}");
+    cache_key(r, function, a->data, claims, key);
+}
+
+bool rpc_cached(rpc *r, const char *function, const json_t *args, const json_t *claims,
+                rpc_result *res)
+{
+    memset(res, 0, sizeof *res);
+    if (r->ttl <= 0 || fn_index(r, function) < 0)
+        return false;
+    buf a = BUF_INIT, cl = BUF_INIT, key = BUF_INIT;
+    call_keys(r, function, args, claims, &a, &cl, &key);
+    bool hit = false;
+    if (!buf_failed(&key)) {
+        pthread_mutex_lock(&r->mu);
+        hit = cache_get(r, key.data, res);
+        if (hit) { /* a miss is counted by the rpc_call that follows */
+            r->calls++;
+            r->hits++;
+        }
+        pthread_mutex_unlock(&r->mu);
+    }
+    buf_free(&a);
+    buf_free(&cl);
+    buf_free(&key);
+    return hit;
+}
+
+/* One call to PostgreSQL on a pool connection. */
+static int query(rpc *r, int fi, const buf *a, const buf *cl, rpc_result *res, storh_err *err)
+{
+    int ci = take(r);
+    pconn *c = &r->conns[ci];
+    int rc = ensure(r, c, err);
+    if (!rc)
+        rc = prepare(r, c, fi, err);
+    if (!rc) {
+        char name[16];
+        snprintf(name, sizeof name, "rpc%d", fi);
+        const char *vals[2] = {cl->data, a->data};
+        PGresult *q = PQexecPrepared(c->conn, name, 2, vals, NULL, NULL, 0);
+        if (PQresultStatus(q) == PGRES_TUPLES_OK && PQntuples(q) == 1) {
+            res->len = (size_t)PQgetlength(q, 0, 0);
+            res->body = malloc(res->len + 1);
+            if (res->body)
+                memcpy(res->body, PQgetvalue(q, 0, 0), res->len + 1);
+            else
+                rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        } else if (PQstatus(c->conn) != CONNECTION_OK) {
+            rc = storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
+                               PQerrorMessage(c->conn));
+        } else {
+            rc = storh_err_set(err, STORH_EINVAL, "The function rejected the call: %s",
+                               PQresultErrorMessage(q));
+        }
+        PQclear(q);
+    }
+    if (rc == STORH_EUNAVAIL && c->conn) { /* reconnect next time */
+        PQfinish(c->conn);
+        c->conn = NULL;
+    }
+    give(r, ci);
+    if (!rc)
+        snprintf(res->etag, sizeof res->etag, "\"%016llx\"",
+                 (unsigned long long)XXH3_64bits(res->body, res->len));
+    return rc;
+}
+
+static flight *flight_find(rpc *r, const char *key)
+{
+    for (flight *f = r->flights; f; f = f->next)
+        if (!strcmp(f->key, key))
+            return f;
+    return NULL;
+}
+
+static void flight_free(flight *f)
+{
+    free(f->key);
+    free(f->body);
+    free(f);
+}
+
+/* Waits (under mu) for the flight another caller runs and takes a copy of
+ * its answer. */
+static int flight_wait(rpc *r, flight *f, rpc_result *res, storh_err *err)
+{
+    f->waiters++;
+    r->coalesced++;
+    while (!f->done)
+        pthread_cond_wait(&r->fcv, &r->mu);
+    int rc = f->rc;
+    if (rc) {
+        *err = f->err;
+    } else if ((res->body = malloc(f->len + 1))) {
+        memcpy(res->body, f->body, f->len + 1);
+        res->len = f->len;
+        memcpy(res->etag, f->etag, sizeof res->etag);
+    } else {
+        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    if (--f->waiters == 0)
+        flight_free(f);
+    return rc;
+}
+
+/* Publishes the answer of the flight (under mu) to its waiters. */
+static void flight_land(rpc *r, flight *f, int rc, const storh_err *err, const rpc_result *res)
+{
+    for (flight **p = &r->flights; *p; p = &(*p)->next)
+        if (*p == f) {
+            *p = f->next;
+            break;
+        }
+    f->done = true;
+    f->rc = rc;
+    if (rc) {
+        f->err = *err;
+    } else if (f->waiters && !(f->body = malloc(res->len + 1))) {
+        f->rc = storh_err_set(&f->err, STORH_ENOMEM, "Out of memory.");
+    } else if (f->waiters) {
+        memcpy(f->body, res->body, res->len + 1);
+        f->len = res->len;
+        memcpy(f->etag, res->etag, sizeof f->etag);
+    }
+    if (!f->waiters)
+        flight_free(f);
+    else
+        pthread_cond_broadcast(&r->fcv);
+}
+
 int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *claims,
              rpc_result *res, storh_err *err)
 {
@@ -306,12 +463,20 @@ int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *cla
         return storh_err_set(err, STORH_ENOTFOUND, "No such rpc function: %.64s", function);
     double t0 = now_s();
     buf a = BUF_INIT, cl = BUF_INIT, key = BUF_INIT;
-    sjson_encode(&a, args, 0, NULL); /* canonical: one key for one argument set */
-    if (claims)
-        sjson_encode(&cl, claims, 0, NULL);
-    else
-        buf_appends(&cl, "{}");
-    cache_key(r, function, a.data, claims, &key);
+    call_keys(r, function, args, claims, &a, &cl, &key);
+    /* identical concurrent misses share one call: keyed like the cache, or
+     * by every claim when there is no cache to share answers anyway */
+    if (r->ttl <= 0) {
+        buf_appendc(&key, '\n');
+        buf_append(&key, cl.data, cl.len);
+    }
+    if (buf_failed(&a) || buf_failed(&cl) || buf_failed(&key)) {
+        buf_free(&a);
+        buf_free(&cl);
+        buf_free(&key);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    int rc = 0;
     pthread_mutex_lock(&r->mu);
     r->calls++;
     bool hit = r->ttl > 0 && cache_get(r, key.data, res);
@@ -319,49 +484,26 @@ int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *cla
         r->hits++;
     else
         r->misses++;
+    flight *f = NULL;
+    if (!hit && (f = flight_find(r, key.data))) {
+        rc = flight_wait(r, f, res, err);
+        f = NULL;
+    } else if (!hit && (f = calloc(1, sizeof *f)) && (f->key = strdup(key.data))) {
+        f->next = r->flights; /* this caller makes the call */
+        r->flights = f;
+    } else if (!hit) {
+        free(f);
+        f = NULL;
+        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
     pthread_mutex_unlock(&r->mu);
-    int rc = 0;
-    if (!hit) {
-        int ci = take(r);
-        pconn *c = &r->conns[ci];
-        rc = ensure(r, c, err);
-        if (!rc)
-            rc = prepare(r, c, fi, err);
-        if (!rc) {
-            char name[16];
-            snprintf(name, sizeof name, "rpc%d", fi);
-            const char *vals[2] = {cl.data, a.data};
-            PGresult *q = PQexecPrepared(c->conn, name, 2, vals, NULL, NULL, 0);
-            if (PQresultStatus(q) == PGRES_TUPLES_OK && PQntuples(q) == 1) {
-                res->len = (size_t)PQgetlength(q, 0, 0);
-                res->body = malloc(res->len + 1);
-                if (res->body)
-                    memcpy(res->body, PQgetvalue(q, 0, 0), res->len + 1);
-                else
-                    rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-            } else if (PQstatus(c->conn) != CONNECTION_OK) {
-                rc = storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
-                                   PQerrorMessage(c->conn));
-            } else {
-                rc = storh_err_set(err, STORH_EINVAL, "The function rejected the call: %s",
-                                   PQresultErrorMessage(q));
-            }
-            PQclear(q);
-        }
-        if (rc == STORH_EUNAVAIL && c->conn) { /* reconnect next time */
-            PQfinish(c->conn);
-            c->conn = NULL;
-        }
-        give(r, ci);
-        if (!rc) {
-            snprintf(res->etag, sizeof res->etag, "\"%016llx\"",
-                     (unsigned long long)XXH3_64bits(res->body, res->len));
-            if (r->ttl > 0) {
-                pthread_mutex_lock(&r->mu);
-                cache_put(r, key.data, res);
-                pthread_mutex_unlock(&r->mu);
-            }
-        }
+    if (f) {
+        rc = query(r, fi, &a, &cl, res, err);
+        pthread_mutex_lock(&r->mu);
+        if (!rc && r->ttl > 0)
+            cache_put(r, key.data, res);
+        flight_land(r, f, rc, err, res);
+        pthread_mutex_unlock(&r->mu);
     }
     pthread_mutex_lock(&r->mu);
     if (rc)
@@ -398,6 +540,7 @@ void rpc_snapshot(rpc *r, rpc_stats *out)
                        r->bytes,
                        r->pool,
                        busy,
-                       r->latency_sum};
+                       r->latency_sum,
+                       r->coalesced};
     pthread_mutex_unlock(&r->mu);
 }

@@ -40,15 +40,23 @@ typedef struct rpc_result {
 
 /* Calls function(args) with claims (both borrowed; claims may be NULL).
  * STORH_EUNAVAIL when PostgreSQL is down, STORH_EINVAL when it rejects the
- * arguments. The caller frees res->body. */
+ * arguments. Identical concurrent misses (same function, arguments and
+ * cache key of the claims) make one PostgreSQL call and share its answer.
+ * The caller frees res->body. */
 int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *claims,
              rpc_result *res, storh_err *err);
+/* The response cache alone, cheap enough for an event loop: true and *res
+ * (cached set) on a fresh entry; false on a miss or with the cache off,
+ * and then rpc_call decides. Never waits for PostgreSQL. */
+bool rpc_cached(rpc *r, const char *function, const json_t *args, const json_t *claims,
+                rpc_result *res);
 /* The response cache, the pool and the calls, for /metrics. */
 typedef struct rpc_stats {
     unsigned long long hits, misses, evictions, waits, errors, calls;
     size_t entries, bytes;
     int pool, busy;
     double seconds;
+    unsigned long long coalesced; /* misses that waited for an identical call */
 } rpc_stats;
 void rpc_snapshot(rpc *r, rpc_stats *out);
 /* Whether the server accepts connections (libpq's ping: no login, a
