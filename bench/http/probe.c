@@ -100,6 +100,8 @@ int probe_once(const probe_opts *o, double t, probe_sample *s, char *msg, size_t
             return -1;
         }
         s->cpu_s = st.cpu_s;
+        s->sys_s = st.sys_s;
+        s->ctxsw = st.ctxsw;
         s->pss_mib = st.pss_mib;
         s->rss_mib = st.rss_mib;
     }

@@ -14,6 +14,8 @@
 typedef struct probe_sample {
     double t;       /* seconds since probe_start */
     double cpu_s;   /* utime + stime of the API so far */
+    double sys_s;   /* stime alone (0 when read from /metrics) */
+    double ctxsw;   /* context switches of its threads (0 from /metrics) */
     double pss_mib; /* proportional set size */
     double rss_mib;
     double ok;                     /* requests of the route answered below 400, so far */
