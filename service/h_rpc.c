@@ -13,10 +13,12 @@ static int reply(http_req *req, rpc_result *res)
 {
     service *svc = http_service(req);
     const char *inm = http_header(req, "If-None-Match");
-    if (inm && !strcmp(inm, res->etag))
+    if (inm && !strcmp(inm, res->etag)) {
         http_reply_empty(req, 304);
-    else
-        http_reply_bytes(req, 200, "application/json", res->body, res->len);
+        free(res->body);
+    } else {
+        http_reply_take(req, 200, "application/json", res->body, res->len);
+    }
     http_header_add(req, "ETag", res->etag);
     char cc[64];
     if (svc->cfg.rpc_cache_ttl > 0)
@@ -25,7 +27,6 @@ static int reply(http_req *req, rpc_result *res)
         snprintf(cc, sizeof cc, "no-store");
     http_header_add(req, "Cache-Control", cc);
     http_header_add(req, "X-Cache", res->cached ? "hit" : "miss");
-    free(res->body);
     return 0;
 }
 

@@ -158,6 +158,20 @@ int http_reply_bytes(http_req *req, int status, const char *ctype, const char *d
     return 0;
 }
 
+int http_reply_take(http_req *req, int status, const char *ctype, char *data, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(data);
+        return -1;
+    }
+    if (ctype)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    set_resp(req, status, r);
+    req->bytes_out = len;
+    return 0;
+}
+
 int http_reply_empty(http_req *req, int status)
 {
     return http_reply_bytes(req, status, NULL, "", 0);
