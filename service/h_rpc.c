@@ -42,33 +42,54 @@ static bool callable(http_req *req)
     return true;
 }
 
+static void key_free(void *k)
+{
+    rpc_key_free(k);
+}
+
+/* The call of this request: made by h_rpc_hit on the loop and kept for
+ * h_rpc, or made here (a token verified on the pool); NULL when it replied. */
+static rpc_key *key_of(http_req *req)
+{
+    rpc_key *k = http_state(req);
+    if (k)
+        return k;
+    json_t *args = http_body_object(req);
+    if (!args)
+        return NULL;
+    storh_err err;
+    int rc = rpc_key_new(http_service(req)->rpc, http_param(req, "function"), args,
+                         http_claims(req), &k, &err);
+    json_decref(args);
+    if (rc) {
+        http_reply_storh(req, &err);
+        return NULL;
+    }
+    http_set_state(req, k, key_free);
+    return k;
+}
+
 int h_rpc_hit(http_req *req)
 {
     if (!callable(req))
         return 0;
-    json_t *args = http_body_object(req);
-    if (!args)
+    rpc_key *k = key_of(req);
+    if (!k)
         return 0;
     rpc_result res;
-    bool hit = rpc_cached(http_service(req)->rpc, http_param(req, "function"), args,
-                          http_claims(req), &res);
-    json_decref(args);
-    return hit ? reply(req, &res) : 1;
+    return rpc_cached(http_service(req)->rpc, k, &res) ? reply(req, &res) : 1;
 }
 
 int h_rpc(http_req *req)
 {
-    if (!callable(req))
+    if (!http_state(req) && !callable(req))
         return 0;
-    json_t *args = http_body_object(req);
-    if (!args)
+    rpc_key *k = key_of(req);
+    if (!k)
         return 0;
     rpc_result res;
     storh_err err;
-    int rc = rpc_call(http_service(req)->rpc, http_param(req, "function"), args, http_claims(req),
-                      &res, &err);
-    json_decref(args);
-    if (rc)
+    if (rpc_call(http_service(req)->rpc, k, &res, &err))
         return http_reply_storh(req, &err);
     return reply(req, &res);
 }

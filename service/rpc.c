@@ -315,39 +315,64 @@ static void cache_key(const rpc *r, const char *function, const char *args, cons
     }
 }
 
-/* The canonical arguments, the claims as text and the cache key. */
-static void call_keys(const rpc *r, const char *function, const json_t *args, const json_t *claims,
-                      buf *a, buf *cl, buf *key)
+struct rpc_key {
+    int fi;
+    buf args, claims, key;
+};
+
+int rpc_key_new(rpc *r, const char *function, const json_t *args, const json_t *claims,
+                rpc_key **out, storh_err *err)
 {
-    sjson_encode(a, args, 0, NULL); /* canonical: one key for one argument set */
+    *out = NULL;
+    int fi = fn_index(r, function);
+    if (fi < 0)
+        return storh_err_set(err, STORH_ENOTFOUND, "No such rpc function: %.64s", function);
+    rpc_key *k = calloc(1, sizeof *k);
+    if (!k)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    k->fi = fi;
+    sjson_encode(&k->args, args, 0, NULL); /* canonical: one key for one argument set */
     if (claims)
-        sjson_encode(cl, claims, 0, NULL);
+        sjson_encode(&k->claims, claims, 0, NULL);
     else
-        buf_appends(cl, "{}");
-    cache_key(r, function, a->data, claims, key);
+        buf_appends(&k->claims, "{}");
+    cache_key(r, function, k->args.data, claims, &k->key);
+    /* identical concurrent misses share one call: keyed like the cache, or
+     * by every claim when there is no cache to share answers anyway */
+    if (r->ttl <= 0) {
+        buf_appendc(&k->key, '\n');
+        buf_append(&k->key, k->claims.data, k->claims.len);
+    }
+    if (buf_failed(&k->args) || buf_failed(&k->claims) || buf_failed(&k->key)) {
+        rpc_key_free(k);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    *out = k;
+    return 0;
 }
 
-bool rpc_cached(rpc *r, const char *function, const json_t *args, const json_t *claims,
-                rpc_result *res)
+void rpc_key_free(rpc_key *k)
+{
+    if (!k)
+        return;
+    buf_free(&k->args);
+    buf_free(&k->claims);
+    buf_free(&k->key);
+    free(k);
+}
+
+bool rpc_cached(rpc *r, const rpc_key *k, rpc_result *res)
 {
     memset(res, 0, sizeof *res);
-    if (r->ttl <= 0 || fn_index(r, function) < 0)
+    if (r->ttl <= 0)
         return false;
-    buf a = BUF_INIT, cl = BUF_INIT, key = BUF_INIT;
-    call_keys(r, function, args, claims, &a, &cl, &key);
-    bool hit = false;
-    if (!buf_failed(&key)) {
-        pthread_mutex_lock(&r->mu);
-        hit = cache_get(r, key.data, res);
-        if (hit) { /* a miss is counted by the rpc_call that follows */
-            r->calls++;
-            r->hits++;
-        }
-        pthread_mutex_unlock(&r->mu);
+    pthread_mutex_lock(&r->mu);
+    bool hit = cache_get(r, k->key.data, res);
+    if (hit) { /* a miss is counted by the rpc_call that follows */
+        r->calls++;
+        r->hits++;
     }
-    buf_free(&a);
-    buf_free(&cl);
-    buf_free(&key);
+    pthread_mutex_unlock(&r->mu);
     return hit;
 }
 
@@ -454,41 +479,24 @@ static void flight_land(rpc *r, flight *f, int rc, const storh_err *err, const r
         pthread_cond_broadcast(&r->fcv);
 }
 
-int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *claims,
-             rpc_result *res, storh_err *err)
+int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err)
 {
     memset(res, 0, sizeof *res);
-    int fi = fn_index(r, function);
-    if (fi < 0)
-        return storh_err_set(err, STORH_ENOTFOUND, "No such rpc function: %.64s", function);
     double t0 = now_s();
-    buf a = BUF_INIT, cl = BUF_INIT, key = BUF_INIT;
-    call_keys(r, function, args, claims, &a, &cl, &key);
-    /* identical concurrent misses share one call: keyed like the cache, or
-     * by every claim when there is no cache to share answers anyway */
-    if (r->ttl <= 0) {
-        buf_appendc(&key, '\n');
-        buf_append(&key, cl.data, cl.len);
-    }
-    if (buf_failed(&a) || buf_failed(&cl) || buf_failed(&key)) {
-        buf_free(&a);
-        buf_free(&cl);
-        buf_free(&key);
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    }
+    const char *key = k->key.data;
     int rc = 0;
     pthread_mutex_lock(&r->mu);
     r->calls++;
-    bool hit = r->ttl > 0 && cache_get(r, key.data, res);
+    bool hit = r->ttl > 0 && cache_get(r, key, res);
     if (hit)
         r->hits++;
     else
         r->misses++;
     flight *f = NULL;
-    if (!hit && (f = flight_find(r, key.data))) {
+    if (!hit && (f = flight_find(r, key))) {
         rc = flight_wait(r, f, res, err);
         f = NULL;
-    } else if (!hit && (f = calloc(1, sizeof *f)) && (f->key = strdup(key.data))) {
+    } else if (!hit && (f = calloc(1, sizeof *f)) && (f->key = strdup(key))) {
         f->next = r->flights; /* this caller makes the call */
         r->flights = f;
     } else if (!hit) {
@@ -498,10 +506,10 @@ int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *cla
     }
     pthread_mutex_unlock(&r->mu);
     if (f) {
-        rc = query(r, fi, &a, &cl, res, err);
+        rc = query(r, k->fi, &k->args, &k->claims, res, err);
         pthread_mutex_lock(&r->mu);
         if (!rc && r->ttl > 0)
-            cache_put(r, key.data, res);
+            cache_put(r, key, res);
         flight_land(r, f, rc, err, res);
         pthread_mutex_unlock(&r->mu);
     }
@@ -510,9 +518,6 @@ int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *cla
         r->errors++;
     r->latency_sum += now_s() - t0;
     pthread_mutex_unlock(&r->mu);
-    buf_free(&a);
-    buf_free(&cl);
-    buf_free(&key);
     return rc;
 }
 

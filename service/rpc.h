@@ -38,18 +38,27 @@ typedef struct rpc_result {
     bool cached;
 } rpc_result;
 
-/* Calls function(args) with claims (both borrowed; claims may be NULL).
- * STORH_EUNAVAIL when PostgreSQL is down, STORH_EINVAL when it rejects the
- * arguments. Identical concurrent misses (same function, arguments and
- * cache key of the claims) make one PostgreSQL call and share its answer.
- * The caller frees res->body. */
-int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *claims,
-             rpc_result *res, storh_err *err);
+/* A call as the cache and PostgreSQL see it: the function, the canonical
+ * arguments, the claims as text and the cache key, computed once per
+ * request (on the event loop for a route that tries the cache there, then
+ * reused by the call on the pool). */
+typedef struct rpc_key rpc_key;
+/* function must be allowed (rpc_allowed); args and claims are borrowed
+ * (claims may be NULL). STORH_ENOMEM. */
+int rpc_key_new(rpc *r, const char *function, const json_t *args, const json_t *claims,
+                rpc_key **out, storh_err *err);
+void rpc_key_free(rpc_key *k);
+
+/* Calls the function of k through the response cache. STORH_EUNAVAIL when
+ * PostgreSQL is down, STORH_EINVAL when it rejects the arguments. Identical
+ * concurrent misses (same function, arguments and cache key of the claims)
+ * make one PostgreSQL call and share its answer. The caller frees
+ * res->body. */
+int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err);
 /* The response cache alone, cheap enough for an event loop: true and *res
  * (cached set) on a fresh entry; false on a miss or with the cache off,
  * and then rpc_call decides. Never waits for PostgreSQL. */
-bool rpc_cached(rpc *r, const char *function, const json_t *args, const json_t *claims,
-                rpc_result *res);
+bool rpc_cached(rpc *r, const rpc_key *k, rpc_result *res);
 /* The response cache, the pool and the calls, for /metrics. */
 typedef struct rpc_stats {
     unsigned long long hits, misses, evictions, waits, errors, calls;
