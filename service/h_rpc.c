@@ -89,7 +89,11 @@ int h_rpc(http_req *req)
         return 0;
     rpc_result res;
     storh_err err;
-    if (rpc_call(http_service(req)->rpc, k, &res, &err))
-        return http_reply_storh(req, &err);
+    if (rpc_call(http_service(req)->rpc, k, &res, &err)) {
+        http_reply_storh(req, &err);
+        if (err.code == STORH_EUNAVAIL) /* saturated, or PostgreSQL away */
+            http_header_add(req, "Retry-After", "1");
+        return 0;
+    }
     return reply(req, &res);
 }

@@ -46,7 +46,7 @@ static const route table[] = {
           .summary = "Call an allow-listed PostgreSQL function with a JSON object of arguments -> "
                      "rows.",
           .query = "if_none_match", .req = "RpcArgs",
-          .res = "200:RpcRows+ETag+Cache-Control+X-Cache 304+ETag 404"),
+          .res = "200:RpcRows+ETag+Cache-Control+X-Cache 304+ETag 404 503+Retry-After 504"),
     ROUTE("POST", "/v1/mirror/install", h_mirror_install, .scope = "mirror:admin",
           .op = "installMirror", .summary = "Create the mirror tables (?mirror=, ?collection=).",
           .query = "mirror mirror_collection", .res = "200:MirrorTables 404"),

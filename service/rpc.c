@@ -1,6 +1,8 @@
 #include "rpc.h"
 
+#include <errno.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,12 +53,13 @@ struct rpc {
     pconn *conns;
     bool *busy;
     int pool;
+    int timeout_ms, queue, queue_timeout_ms, queued;
     /* response cache: key -> ring slot, FIFO eviction */
     int ttl;
     json_t *index;
     rentry *ring;
     size_t cap, head, count, bytes, max_bytes;
-    unsigned long long calls, hits, misses, evictions, waits, errors, coalesced;
+    unsigned long long calls, hits, misses, evictions, waits, errors, coalesced, rejected, timeouts;
     double latency_sum;
     flight *flights; /* in progress */
     pthread_cond_t fcv;
@@ -95,8 +98,15 @@ int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap)
     if (!r)
         return snprintf(msg, cap, "out of memory"), -1;
     pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
+    pthread_condattr_t ca; /* the pool's waits count on the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&r->fcv, NULL);
+    r->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 5000;
+    r->queue = o->queue >= 0 ? o->queue : 0;
+    r->queue_timeout_ms = o->queue_timeout_ms > 0 ? o->queue_timeout_ms : 1000;
     r->conninfo = strdup(o->conninfo ? o->conninfo : "");
     r->nfn = split(o->functions, r->fn, MAX_FUNCTIONS);
     r->nscope = split(o->scope_claims ? o->scope_claims : "tenant,role", r->scope, 16);
@@ -235,25 +245,55 @@ static void cache_put(rpc *r, const char *key, const rpc_result *res)
 
 /* ---- the pool ---- */
 
-static int take(rpc *r)
+/* A free connection's index, or -1 with err set when the pool is
+ * saturated: `queue` callers wait already, or none came free in time. */
+static int take(rpc *r, storh_err *err)
 {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    long long ns = until.tv_nsec + (long long)r->queue_timeout_ms * 1000000LL;
+    until.tv_sec += (time_t)(ns / 1000000000LL);
+    until.tv_nsec = (long)(ns % 1000000000LL);
     pthread_mutex_lock(&r->mu);
+    bool waited = false, late = false;
     for (;;) {
         for (int i = 0; i < r->pool; i++)
             if (!r->busy[i]) {
                 r->busy[i] = true;
+                r->queued -= waited;
                 pthread_mutex_unlock(&r->mu);
                 return i;
             }
-        r->waits++;
-        pthread_cond_wait(&r->cv, &r->mu);
+        if (late || (!waited && r->queued >= r->queue)) {
+            r->queued -= waited;
+            r->rejected++;
+            pthread_mutex_unlock(&r->mu);
+            if (late)
+                storh_err_set(err, STORH_EUNAVAIL,
+                              "All %d PostgreSQL connections stayed busy for %d ms; retry later.",
+                              r->pool, r->queue_timeout_ms);
+            else
+                storh_err_set(err, STORH_EUNAVAIL,
+                              "All %d PostgreSQL connections are busy and %d calls wait already; "
+                              "retry later.",
+                              r->pool, r->queue);
+            return -1;
+        }
+        if (!waited) {
+            waited = true;
+            r->queued++;
+            r->waits++;
+        }
+        late = pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT;
     }
 }
 
-static void give(rpc *r, int i)
+/* Returns connection i to the pool; counts a call that timed out. */
+static void give(rpc *r, int i, bool timed_out)
 {
     pthread_mutex_lock(&r->mu);
     r->busy[i] = false;
+    r->timeouts += timed_out;
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }
@@ -265,14 +305,27 @@ static int ensure(rpc *r, pconn *c, storh_err *err)
     if (c->conn)
         PQfinish(c->conn);
     memset(c->prepared, 0, sizeof c->prepared);
-    c->conn = PQconnectdb(r->conninfo);
-    if (PQstatus(c->conn) != CONNECTION_OK) {
+    /* expand_dbname: the conninfo's settings, then a connect timeout of
+     * ours, so a server that does not answer costs a bounded wait */
+    char ct[16], set[64];
+    snprintf(ct, sizeof ct, "%d", r->timeout_ms / 1000 > 2 ? r->timeout_ms / 1000 : 2);
+    const char *const keys[] = {"dbname", "connect_timeout", NULL};
+    const char *const values[] = {r->conninfo, ct, NULL};
+    c->conn = PQconnectdbParams(keys, values, 1);
+    PGresult *res = NULL;
+    if (PQstatus(c->conn) == CONNECTION_OK) {
+        snprintf(set, sizeof set, "SET statement_timeout = %d", r->timeout_ms);
+        res = PQexec(c->conn, set);
+    }
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
                       PQerrorMessage(c->conn));
+        PQclear(res);
         PQfinish(c->conn);
         c->conn = NULL;
         return STORH_EUNAVAIL;
     }
+    PQclear(res);
     return 0;
 }
 
@@ -376,19 +429,52 @@ bool rpc_cached(rpc *r, const rpc_key *k, rpc_result *res)
     return hit;
 }
 
+/* Runs the prepared statement and waits for its result at most the
+ * statement timeout and a second more (PostgreSQL cancels it at the
+ * timeout; the extra wait covers a server or network that does not answer
+ * at all). NULL and *late when that passed: the connection is then in an
+ * unknown state and must be dropped. */
+static PGresult *exec_bounded(rpc *r, pconn *c, const char *name, const char *const vals[2],
+                              bool *late)
+{
+    *late = false;
+    if (!PQsendQueryPrepared(c->conn, name, 2, vals, NULL, NULL, 0))
+        return NULL;
+    double until = now_s() + (r->timeout_ms + 1000) / 1000.0;
+    struct pollfd p = {.fd = PQsocket(c->conn), .events = POLLIN};
+    while (PQisBusy(c->conn)) {
+        double left = until - now_s();
+        if (left <= 0) {
+            *late = true;
+            return NULL;
+        }
+        int n = poll(&p, 1, (int)(left * 1000) + 1);
+        if ((n < 0 && errno != EINTR) || (n > 0 && !PQconsumeInput(c->conn)))
+            break; /* PQgetResult reports the failure */
+    }
+    PGresult *q = PQgetResult(c->conn), *more;
+    while ((more = PQgetResult(c->conn))) /* the end of the command */
+        PQclear(more);
+    return q;
+}
+
 /* One call to PostgreSQL on a pool connection. */
 static int query(rpc *r, int fi, const buf *a, const buf *cl, rpc_result *res, storh_err *err)
 {
-    int ci = take(r);
+    int ci = take(r, err);
+    if (ci < 0)
+        return STORH_EUNAVAIL;
     pconn *c = &r->conns[ci];
     int rc = ensure(r, c, err);
     if (!rc)
         rc = prepare(r, c, fi, err);
+    bool late = false;
     if (!rc) {
         char name[16];
         snprintf(name, sizeof name, "rpc%d", fi);
-        const char *vals[2] = {cl->data, a->data};
-        PGresult *q = PQexecPrepared(c->conn, name, 2, vals, NULL, NULL, 0);
+        const char *const vals[2] = {cl->data, a->data};
+        PGresult *q = exec_bounded(r, c, name, vals, &late);
+        const char *state = q ? PQresultErrorField(q, PG_DIAG_SQLSTATE) : NULL;
         if (PQresultStatus(q) == PGRES_TUPLES_OK && PQntuples(q) == 1) {
             res->len = (size_t)PQgetlength(q, 0, 0);
             res->body = malloc(res->len + 1);
@@ -396,6 +482,10 @@ static int query(rpc *r, int fi, const buf *a, const buf *cl, rpc_result *res, s
                 memcpy(res->body, PQgetvalue(q, 0, 0), res->len + 1);
             else
                 rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        } else if (late || (state && !strcmp(state, "57014"))) { /* query_canceled */
+            rc = storh_err_set(err, STORH_ETIMEOUT,
+                               "%s did not answer within %d ms (--rpc-timeout); it was cancelled.",
+                               r->fn[fi], r->timeout_ms);
         } else if (PQstatus(c->conn) != CONNECTION_OK) {
             rc = storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
                                PQerrorMessage(c->conn));
@@ -405,11 +495,11 @@ static int query(rpc *r, int fi, const buf *a, const buf *cl, rpc_result *res, s
         }
         PQclear(q);
     }
-    if (rc == STORH_EUNAVAIL && c->conn) { /* reconnect next time */
+    if ((rc == STORH_EUNAVAIL || late) && c->conn) { /* reconnect next time */
         PQfinish(c->conn);
         c->conn = NULL;
     }
-    give(r, ci);
+    give(r, ci, rc == STORH_ETIMEOUT);
     if (!rc)
         snprintf(res->etag, sizeof res->etag, "\"%016llx\"",
                  (unsigned long long)XXH3_64bits(res->body, res->len));
@@ -546,6 +636,8 @@ void rpc_snapshot(rpc *r, rpc_stats *out)
                        r->pool,
                        busy,
                        r->latency_sum,
-                       r->coalesced};
+                       r->coalesced,
+                       r->rejected,
+                       r->timeouts};
     pthread_mutex_unlock(&r->mu);
 }

@@ -5,7 +5,11 @@
  * parameters, claims visible to SQL as request.jwt.claims (as PostgREST
  * does), and a response cache keyed by function, canonical arguments and
  * the claims that scope it, bounded by entries and bytes, with a TTL. A
- * lost server is 503 and every connection is re-established when it is back. */
+ * lost server is 503 and every connection is re-established when it is back.
+ * Every call is bounded: at most `queue` calls wait for a busy pool, each
+ * at most queue_timeout_ms (then STORH_EUNAVAIL: 503), and a statement runs
+ * at most timeout_ms (PostgreSQL's statement_timeout, and a client-side
+ * deadline a little later that drops the connection: STORH_ETIMEOUT, 504). */
 #ifndef STORHD_RPC_H
 #define STORHD_RPC_H
 
@@ -25,6 +29,9 @@ typedef struct rpc_opts {
     int cache_ttl;         /* seconds; 0 turns the response cache off */
     size_t cache_entries, cache_bytes;
     const char *scope_claims; /* comma separated claims that scope the cache */
+    int timeout_ms;           /* statement timeout (default 5000) */
+    int queue;                /* calls that may wait for a connection */
+    int queue_timeout_ms;     /* how long one waits (default 1000) */
 } rpc_opts;
 
 int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap);
@@ -66,6 +73,8 @@ typedef struct rpc_stats {
     int pool, busy;
     double seconds;
     unsigned long long coalesced; /* misses that waited for an identical call */
+    unsigned long long rejected;  /* saturated: queue full or wait timed out */
+    unsigned long long timeouts;  /* statements over the timeout */
 } rpc_stats;
 void rpc_snapshot(rpc *r, rpc_stats *out);
 /* Whether the server accepts connections (libpq's ping: no login, a

@@ -1,9 +1,12 @@
 /* The page RPC's paths (issue 19), each case its own storhd and ctest test
  * against a real PostgreSQL (STORHD_TEST_PG): a response-cache hit is
  * answered on the event loop while every work-pool thread is blocked in
- * PostgreSQL, and identical concurrent misses make one PostgreSQL call.
- * Calls are held in PostgreSQL by an advisory lock the test owns (no
- * timing): loop_gate() counts itself in a sequence, then waits for the lock. */
+ * PostgreSQL, and identical concurrent misses make one PostgreSQL call; a
+ * statement over --rpc-timeout is cancelled and answered 504, and a
+ * saturated pool answers 503 with Retry-After (its queue full, or no
+ * connection free within --rpc-queue-timeout). Calls are held in PostgreSQL
+ * by an advisory lock the test owns (no timing): loop_gate() counts itself
+ * in a sequence, then waits for the lock. */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -30,7 +33,10 @@ static const char fixture[] =
     "CREATE OR REPLACE FUNCTION loop_gate(a jsonb) RETURNS TABLE(k bigint, tenant text) "
     "LANGUAGE plpgsql VOLATILE AS $$ BEGIN PERFORM nextval('loop_gate_calls'); "
     "PERFORM pg_advisory_xact_lock_shared(190019); RETURN QUERY SELECT (a->>'k')::bigint, "
-    "current_setting('request.jwt.claims', true)::jsonb->>'tenant'; END $$;";
+    "current_setting('request.jwt.claims', true)::jsonb->>'tenant'; END $$;"
+    "CREATE OR REPLACE FUNCTION loop_sleep(a jsonb) RETURNS TABLE(s float8, slept bool) "
+    "LANGUAGE sql VOLATILE AS $$ SELECT (a->>'s')::float8, true FROM pg_sleep((a->>'s')::float8) "
+    "$$;";
 
 static long long sql_value(PGconn *c, const char *sql)
 {
@@ -177,9 +183,128 @@ TEST(single_flight_32)
     PQfinish(c);
 }
 
+static long long metric_until(const char *name, long long want)
+{
+    for (int i = 0; i < 1200 && metric(name) != want; i++)
+        usleep(50 * 1000);
+    return metric(name);
+}
+
+#define TIMEOUTS "storhd_pg_pool_total{event=\"timeout\"}"
+#define REJECTED "storhd_pg_pool_total{event=\"rejected\"}"
+#define WAITS "storhd_pg_pool_total{event=\"wait\"}"
+
+/* A call that PostgreSQL would run for 30 s, with --rpc-timeout 300 and a
+ * pool of one: 504 naming the timeout, the statement gone from PostgreSQL
+ * (cancelled, not left running), and the one connection serves the next
+ * call. */
+TEST(statement_timeout)
+{
+    client_resp r = call("loop_sleep", "{\"s\":30}");
+    CHECK_INT(r.status, 504);
+    json_t *e = r.body ? json_loads(r.body, 0, NULL) : NULL;
+    CHECK_STR(json_string_value(json_object_get(json_object_get(e, "error"), "code")), "timeout");
+    CHECK(strstr(json_string_value(json_object_get(json_object_get(e, "error"), "message")),
+                 "--rpc-timeout") != NULL);
+    json_decref(e);
+    client_free(&r);
+    PGconn *c = PQconnectdb(pg);
+    CHECK_INT(sql_value(c, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
+                           "query LIKE '%loop_sleep%' AND pid <> pg_backend_pid()"),
+              0);
+    PQfinish(c);
+    CHECK_INT(metric(TIMEOUTS), 1);
+    r = call("loop_gate", "{\"k\":3}");
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "[{\"k\":3,\"tenant\":\"5\"}]");
+    client_free(&r);
+    r = call("loop_sleep", "{\"s\":0}");
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+}
+
+/* A pool of one, a queue of one: one call holds the connection, one waits
+ * for it, and a third (other arguments: no single-flight) is refused at
+ * once with 503 and Retry-After; the two others then complete. */
+TEST(saturated_queue_full)
+{
+    PGconn *c = PQconnectdb(pg);
+    CHECK_INT(sql_value(c, "SELECT 1 FROM pg_advisory_lock(190019)"), 1);
+    atomic_int finished = 0;
+    caller held[2];
+    memset(held, 0, sizeof held);
+    for (int i = 0; i < 2; i++) {
+        held[i].finished = &finished;
+        snprintf(held[i].body, sizeof held[i].body, "{\"k\":%d}", 201 + i);
+        pthread_create(&held[i].t, NULL, call_thread, &held[i]);
+        if (i == 0)
+            CHECK(wait_value(c, WAITING_SQL, 1));
+    }
+    CHECK_INT(metric_until(WAITS, 1), 1);
+    client_resp r = call("loop_gate", "{\"k\":203}");
+    CHECK_INT(r.status, 503);
+    char hdr[64];
+    CHECK_STR(client_header(&r, "Retry-After", hdr, sizeof hdr), "1");
+    CHECK(r.body && strstr(r.body, "calls wait already") != NULL);
+    client_free(&r);
+    CHECK_INT(metric(REJECTED), 1);
+    CHECK_INT(atomic_load(&finished), 0);
+    CHECK_INT(sql_value(c, "SELECT pg_advisory_unlock(190019)::int"), 1);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(held[i].t, NULL);
+        CHECK_INT(held[i].r.status, 200);
+        client_free(&held[i].r);
+    }
+    PQfinish(c);
+}
+
+/* A pool of one held in PostgreSQL, --rpc-queue-timeout 200: a second call
+ * waits, then gets 503 with Retry-After; the held one completes. */
+TEST(saturated_wait_timeout)
+{
+    PGconn *c = PQconnectdb(pg);
+    CHECK_INT(sql_value(c, "SELECT 1 FROM pg_advisory_lock(190019)"), 1);
+    atomic_int finished = 0;
+    caller held;
+    memset(&held, 0, sizeof held);
+    held.finished = &finished;
+    snprintf(held.body, sizeof held.body, "{\"k\":301}");
+    pthread_create(&held.t, NULL, call_thread, &held);
+    CHECK(wait_value(c, WAITING_SQL, 1));
+    client_resp r = call("loop_gate", "{\"k\":302}");
+    CHECK_INT(r.status, 503);
+    char hdr[64];
+    CHECK_STR(client_header(&r, "Retry-After", hdr, sizeof hdr), "1");
+    CHECK(r.body && strstr(r.body, "stayed busy for 200 ms") != NULL);
+    client_free(&r);
+    CHECK_INT(metric(WAITS), 1);
+    CHECK_INT(metric(REJECTED), 1);
+    CHECK_INT(atomic_load(&finished), 0);
+    CHECK_INT(sql_value(c, "SELECT pg_advisory_unlock(190019)::int"), 1);
+    pthread_join(held.t, NULL);
+    CHECK_INT(held.r.status, 200);
+    client_free(&held.r);
+    PQfinish(c);
+}
+
 static const test_case tests[] = {
     {"hit_while_pool_blocked", hit_while_pool_blocked},
     {"single_flight_32", single_flight_32},
+    {"statement_timeout", statement_timeout},
+    {"saturated_queue_full", saturated_queue_full},
+    {"saturated_wait_timeout", saturated_wait_timeout},
+};
+
+/* The storhd options a case runs with, after the common ones. */
+static const struct {
+    const char *name;
+    const char *args[8];
+} case_args[] = {
+    {"statement_timeout", {"--rpc-pool", "1", "--rpc-timeout", "300", NULL}},
+    {"saturated_queue_full",
+     {"--rpc-pool", "1", "--rpc-queue", "1", "--rpc-queue-timeout", "60000", NULL}},
+    {"saturated_wait_timeout",
+     {"--rpc-pool", "1", "--rpc-queue", "8", "--rpc-queue-timeout", "200", NULL}},
 };
 
 static int run_cases(int argc, char **argv);
@@ -210,19 +335,26 @@ int main(int argc, char **argv)
     workers = argc > 1 && !strcmp(argv[1], "hit_while_pool_blocked") ? 2 : 32;
     char wbuf[16];
     snprintf(wbuf, sizeof wbuf, "%d", workers);
-    const char *extra[] = {"--rpc-conninfo",
-                           pg,
-                           "--rpc-functions",
-                           "loop_gate",
-                           "--rpc-cache-ttl",
-                           "600",
-                           "--jwt-public-key",
-                           jwtkit_pub_path(),
-                           "--jwt-audience",
-                           "storhd",
-                           "--workers",
-                           wbuf,
-                           NULL};
+    const char *extra[24] = {"--rpc-conninfo",
+                             pg,
+                             "--rpc-functions",
+                             "loop_gate,loop_sleep",
+                             "--rpc-cache-ttl",
+                             "600",
+                             "--jwt-public-key",
+                             jwtkit_pub_path(),
+                             "--jwt-audience",
+                             "storhd",
+                             "--workers",
+                             wbuf,
+                             NULL};
+    size_t n = 0;
+    while (extra[n])
+        n++;
+    for (size_t i = 0; argc > 1 && i < sizeof case_args / sizeof case_args[0]; i++)
+        if (!strcmp(argv[1], case_args[i].name))
+            for (size_t j = 0; case_args[i].args[j]; j++)
+                extra[n++] = case_args[i].args[j];
     if (daemon_start(&d, NULL, extra) != 0) {
         fprintf(stderr, "could not start storhd\n");
         return 1;
