@@ -105,6 +105,8 @@ int probe_once(const probe_opts *o, double t, probe_sample *s, char *msg, size_t
         s->pss_mib = st.pss_mib;
         s->rss_mib = st.rss_mib;
     }
+    if (o->no_metrics)
+        return 0;
     client_resp r;
     if (client_do(o->base, "GET", "/metrics", NULL, NULL, 0, NULL, 0, &r) != 0 || r.status != 200) {
         snprintf(msg, cap, "GET %s/metrics failed (status %ld)", o->base, r.status);

@@ -6,6 +6,7 @@
 #ifndef STORHD_TRIAL_PROBE_H
 #define STORHD_TRIAL_PROBE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -34,6 +35,7 @@ typedef struct probe_opts {
      * storhd_cache_bytes{cache="jwt"} */
     const char *const *watch;
     int nwatch;
+    bool no_metrics; /* a peer without /metrics: /proc/PID only */
 } probe_opts;
 
 typedef struct probe probe;
