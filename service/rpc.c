@@ -491,7 +491,7 @@ static int query(rpc *r, int fi, const buf *a, const buf *cl, rpc_result *res, s
                                PQerrorMessage(c->conn));
         } else {
             rc = storh_err_set(err, STORH_EINVAL, "The function rejected the call: %s",
-                               PQresultErrorMessage(q));
+                               q ? PQresultErrorMessage(q) : PQerrorMessage(c->conn));
         }
         PQclear(q);
     }

@@ -6,13 +6,14 @@
 # request with byte-identical bodies; then prints the medians per server
 # and the ratios storhd/peer (bench/http/ab_summary.py, OUT/summary.json).
 #   bench/http/peer.sh STORHD PEER_DIR [ROUNDS] [more storh-trial args]
-# PEER_DIR holds a page-RPC peer started by `node server.js` (Fastify, pg,
-# jose, lru-cache: the reference peer of issue 19; run `npm ci` in it
-# first). It gets PORT, JWT_PUBLIC_KEY and PGHOST/PGPORT/PGUSER/PGDATABASE,
-# and keeps its own defaults (pool 8, response cache 5 s, JWT cache 1000).
+# PEER_DIR holds a page-RPC peer started by `node server.mjs` (or
+# server.js): the project's own is bench/peers/node-rpc (Fastify, pg, jose,
+# lru-cache; run `npm ci` in it first). It gets PORT, JWT_PUBLIC_KEY and
+# PGHOST/PGPORT/PGUSER/PGDATABASE, and keeps its own defaults (pool 8,
+# response cache 5 s, JWT cache 1000).
 # Environment: SCENARIOS (rpc-hit,rpc-miss), TRIAL (the storh-trial binary,
 # build/release/bench/storh-trial), OUT (build/peer-trials), WARMUP (2),
-# DURATION (8), PEER_CMD (node server.js).
+# DURATION (8), PEER_CMD (node server.mjs, or node server.js without it).
 set -euo pipefail
 storhd=$(realpath "${1:?storhd binary}")
 peer_dir=$(realpath "${2:?peer directory}")
@@ -22,7 +23,8 @@ cd "$(dirname "$0")/../.."
 trial=$(realpath "${TRIAL:-build/release/bench/storh-trial}")
 out=${OUT:-build/peer-trials}
 scenarios=${SCENARIOS:-rpc-hit,rpc-miss}
-peer_cmd=${PEER_CMD:-node server.js}
+peer_cmd=${PEER_CMD:-node server.mjs}
+[ -n "${PEER_CMD:-}" ] || [ -f "$peer_dir/server.mjs" ] || peer_cmd="node server.js"
 read -r api_cpus pg_cpus wrk_cpus < <("$trial" --print-cpus "$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/storhd-peer-XXXXXX")
 chmod 755 "$work" # the postgres user must reach its cluster inside
