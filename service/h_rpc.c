@@ -58,8 +58,9 @@ static rpc_key *key_of(http_req *req)
     if (!args)
         return NULL;
     storh_err err;
-    int rc = rpc_key_new(http_service(req)->rpc, http_param(req, "function"), args,
-                         http_claims(req), &k, &err);
+    const buf *raw = http_body(req);
+    int rc = rpc_key_new(http_service(req)->rpc, http_param(req, "function"), args, raw->data,
+                         raw->len, http_claims(req), &k, &err);
     json_decref(args);
     if (rc) {
         http_reply_storh(req, &err);
@@ -73,10 +74,14 @@ int h_rpc_hit(http_req *req)
 {
     if (!callable(req))
         return 0;
+    rpc_result res;
+    const buf *raw = http_body(req); /* a repeat of a cached call: no parse */
+    if (rpc_cached_raw(http_service(req)->rpc, http_param(req, "function"), raw->data, raw->len,
+                       http_claims(req), &res))
+        return reply(req, &res);
     rpc_key *k = key_of(req);
     if (!k)
         return 0;
-    rpc_result res;
     return rpc_cached(http_service(req)->rpc, k, &res) ? reply(req, &res) : 1;
 }
 

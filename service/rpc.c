@@ -22,6 +22,7 @@ typedef struct pconn {
 
 typedef struct rentry {
     char *key;
+    char *alias; /* the key with the request's own argument bytes, when they differ */
     char *body;
     size_t len, bytes;
     char etag[20];
@@ -181,8 +182,11 @@ static void drop_slot(rpc *r, size_t i)
     if (!e->key)
         return;
     json_object_del(r->index, e->key);
+    if (e->alias)
+        json_object_del(r->index, e->alias);
     r->bytes -= e->bytes;
     free(e->key);
+    free(e->alias);
     free(e->body);
     memset(e, 0, sizeof *e);
 }
@@ -208,9 +212,13 @@ static bool cache_get(rpc *r, const char *key, rpc_result *res)
     return true;
 }
 
-static void cache_put(rpc *r, const char *key, const rpc_result *res)
+/* Stores res under key and, when alias is another key not in the index
+ * (the same call keyed by its argument bytes as sent), under alias too. */
+static void cache_put(rpc *r, const char *key, const char *alias, const rpc_result *res)
 {
-    size_t cost = ENTRY_OVERHEAD + strlen(key) + res->len;
+    if (alias && (!strcmp(alias, key) || json_object_get(r->index, alias)))
+        alias = NULL;
+    size_t cost = ENTRY_OVERHEAD + strlen(key) + (alias ? strlen(alias) : 0) + res->len;
     if (cost > r->max_bytes)
         return;
     while (r->count && (r->count == r->cap || r->bytes + cost > r->max_bytes)) {
@@ -238,6 +246,11 @@ static void cache_put(rpc *r, const char *key, const rpc_result *res)
     memcpy(e->etag, res->etag, sizeof e->etag);
     e->expires = now_s() + r->ttl;
     json_object_set_new(r->index, key, json_integer((json_int_t)r->head));
+    if (alias && (e->alias = strdup(alias)) &&
+        json_object_set_new(r->index, alias, json_integer((json_int_t)r->head)) != 0) {
+        free(e->alias); /* not valid UTF-8: no alias, the canonical key serves */
+        e->alias = NULL;
+    }
     r->bytes += cost;
     r->head = (r->head + 1) % r->cap;
     r->count++;
@@ -371,10 +384,55 @@ static void cache_key(const rpc *r, const char *function, const char *args, cons
 struct rpc_key {
     int fi;
     buf args, claims, key;
+    buf raw; /* the key with the argument bytes as sent; empty without them */
 };
 
-int rpc_key_new(rpc *r, const char *function, const json_t *args, const json_t *claims,
-                rpc_key **out, storh_err *err)
+/* function \n args \n each scope claim: the cache key, with args canonical
+ * (rpc_key_new) or as sent (the raw alias). */
+
+static void raw_key(const rpc *r, const char *function, const char *raw, size_t raw_len,
+                    const json_t *claims, buf *out)
+{
+    buf_appends(out, function);
+    buf_appendc(out, '\n');
+    buf_append(out, raw, raw_len);
+    for (size_t i = 0; i < r->nscope; i++) {
+        json_t *v = json_object_get(claims, r->scope[i]);
+        buf_appendc(out, '\n');
+        if (v)
+            sjson_encode(out, v, 0, NULL);
+    }
+}
+
+static bool raw_usable(const char *raw, size_t raw_len)
+{
+    return raw && raw_len && !memchr(raw, '\0', raw_len);
+}
+
+bool rpc_cached_raw(rpc *r, const char *function, const char *raw, size_t raw_len,
+                    const json_t *claims, rpc_result *res)
+{
+    memset(res, 0, sizeof *res);
+    if (r->ttl <= 0 || !raw_usable(raw, raw_len) || fn_index(r, function) < 0)
+        return false;
+    buf key = BUF_INIT;
+    raw_key(r, function, raw, raw_len, claims, &key);
+    bool hit = false;
+    if (!buf_failed(&key)) {
+        pthread_mutex_lock(&r->mu);
+        hit = cache_get(r, key.data, res);
+        if (hit) {
+            r->calls++;
+            r->hits++;
+        }
+        pthread_mutex_unlock(&r->mu);
+    }
+    buf_free(&key);
+    return hit;
+}
+
+int rpc_key_new(rpc *r, const char *function, const json_t *args, const char *raw, size_t raw_len,
+                const json_t *claims, rpc_key **out, storh_err *err)
 {
     *out = NULL;
     int fi = fn_index(r, function);
@@ -396,7 +454,10 @@ int rpc_key_new(rpc *r, const char *function, const json_t *args, const json_t *
         buf_appendc(&k->key, '\n');
         buf_append(&k->key, k->claims.data, k->claims.len);
     }
-    if (buf_failed(&k->args) || buf_failed(&k->claims) || buf_failed(&k->key)) {
+    if (r->ttl > 0 && raw_usable(raw, raw_len))
+        raw_key(r, function, raw, raw_len, claims, &k->raw);
+    if (buf_failed(&k->args) || buf_failed(&k->claims) || buf_failed(&k->key) ||
+        buf_failed(&k->raw)) {
         rpc_key_free(k);
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     }
@@ -411,6 +472,7 @@ void rpc_key_free(rpc_key *k)
     buf_free(&k->args);
     buf_free(&k->claims);
     buf_free(&k->key);
+    buf_free(&k->raw);
     free(k);
 }
 
@@ -599,7 +661,7 @@ int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err)
         rc = query(r, k->fi, &k->args, &k->claims, res, err);
         pthread_mutex_lock(&r->mu);
         if (!rc && r->ttl > 0)
-            cache_put(r, key, res);
+            cache_put(r, key, k->raw.len ? k->raw.data : NULL, res);
         flight_land(r, f, rc, err, res);
         pthread_mutex_unlock(&r->mu);
     }

@@ -51,9 +51,10 @@ typedef struct rpc_result {
  * reused by the call on the pool). */
 typedef struct rpc_key rpc_key;
 /* function must be allowed (rpc_allowed); args and claims are borrowed
- * (claims may be NULL). STORH_ENOMEM. */
-int rpc_key_new(rpc *r, const char *function, const json_t *args, const json_t *claims,
-                rpc_key **out, storh_err *err);
+ * (claims may be NULL); raw (may be NULL) is the arguments' bytes as sent,
+ * under which the answer is cached too (rpc_cached_raw). STORH_ENOMEM. */
+int rpc_key_new(rpc *r, const char *function, const json_t *args, const char *raw, size_t raw_len,
+                const json_t *claims, rpc_key **out, storh_err *err);
 void rpc_key_free(rpc_key *k);
 
 /* Calls the function of k through the response cache. STORH_EUNAVAIL when
@@ -66,6 +67,12 @@ int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err);
  * (cached set) on a fresh entry; false on a miss or with the cache off,
  * and then rpc_call decides. Never waits for PostgreSQL. */
 bool rpc_cached(rpc *r, const rpc_key *k, rpc_result *res);
+/* The response cache by the arguments' bytes as sent, before they are
+ * parsed: a repeat of a request whose answer was cached (the same bytes
+ * canonicalise the same way) costs no JSON parse. false: parse, then
+ * rpc_cached. */
+bool rpc_cached_raw(rpc *r, const char *function, const char *raw, size_t raw_len,
+                    const json_t *claims, rpc_result *res);
 /* The response cache, the pool and the calls, for /metrics. */
 typedef struct rpc_stats {
     unsigned long long hits, misses, evictions, waits, errors, calls;

@@ -183,6 +183,41 @@ TEST(single_flight_32)
     PQfinish(c);
 }
 
+/* The cache is found by the argument bytes as sent (no parse on a
+ * repeat), by the canonical arguments (other spacing), and
+ * never across the scope claims: the same bytes with another tenant's
+ * token are a miss. */
+TEST(hit_by_bytes_and_by_canonical_args)
+{
+    const char *order[][2] = {{"{\"k\":11,\"z\":[1,2]}", "miss"},
+                              {"{\"k\":11,\"z\":[1,2]}", "hit"},
+                              {"{ \"k\": 11, \"z\": [1, 2] }", "hit"},
+                              {"{ \"k\": 11, \"z\": [1, 2] }", "hit"}};
+    char hdr[64];
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        client_resp r = call("loop_gate", order[i][0]);
+        CHECK_INT(r.status, 200);
+        CHECK_STR(client_header(&r, "X-Cache", hdr, sizeof hdr), order[i][1]);
+        CHECK_STR(r.body, "[{\"k\":11,\"tenant\":\"5\"}]");
+        client_free(&r);
+    }
+    char claims[200];
+    snprintf(claims, sizeof claims,
+             "{\"sub\":\"t\",\"tenant\":\"6\",\"scope\":\"*\",\"aud\":\"storhd\",\"exp\":%lld}",
+             (long long)time(NULL) + 3600);
+    char *mine = token;
+    token = jwtkit_mint(claims, JWT_ALG_RS256, NULL, NULL);
+    for (int i = 0; i < 2; i++) {
+        client_resp r = call("loop_gate", order[0][0]);
+        CHECK_INT(r.status, 200);
+        CHECK_STR(client_header(&r, "X-Cache", hdr, sizeof hdr), i ? "hit" : "miss");
+        CHECK_STR(r.body, "[{\"k\":11,\"tenant\":\"6\"}]");
+        client_free(&r);
+    }
+    free(token);
+    token = mine;
+}
+
 static long long metric_until(const char *name, long long want)
 {
     for (int i = 0; i < 1200 && metric(name) != want; i++)
@@ -293,6 +328,7 @@ static const test_case tests[] = {
     {"statement_timeout", statement_timeout},
     {"saturated_queue_full", saturated_queue_full},
     {"saturated_wait_timeout", saturated_wait_timeout},
+    {"hit_by_bytes_and_by_canonical_args", hit_by_bytes_and_by_canonical_args},
 };
 
 /* The storhd options a case runs with, after the common ones. */
