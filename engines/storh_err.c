@@ -61,6 +61,8 @@ const char *storh_err_name(int code)
         return "too_large";
     case STORH_EUNAVAIL:
         return "unavailable";
+    case STORH_ETIMEOUT:
+        return "timeout";
     default:
         return "error";
     }

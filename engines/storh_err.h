@@ -14,9 +14,10 @@ enum {
     STORH_ECONFLICT = -5, /* unique constraint */
     STORH_ENOSPC = -6,    /* disk full or quota */
     STORH_ENOMEM = -7,
-    STORH_ESCHEMA = -8,  /* schema violation */
-    STORH_ETOOBIG = -9,  /* input over a configured bound */
-    STORH_EUNAVAIL = -10 /* a dependency is down */
+    STORH_ESCHEMA = -8,   /* schema violation */
+    STORH_ETOOBIG = -9,   /* input over a configured bound */
+    STORH_EUNAVAIL = -10, /* a dependency is down or saturated */
+    STORH_ETIMEOUT = -11  /* a dependency did not answer in time */
 };
 
 typedef struct storh_err {

@@ -30,6 +30,11 @@ int auth_new(const auth_opts *o, auth **out, char *msg, size_t cap);
 void auth_free(auth *a);
 /* Verifies a compact JWS. 0 and *claims (new reference), or -1 with why. */
 int auth_verify(auth *a, const char *token, json_t **claims, char *msg, size_t cap);
+/* The verified-token cache only (no signature check, cheap enough for an
+ * event loop): 0 and *claims for a cached token, 1 when the token is not
+ * cached (auth_verify must decide), -1 with why (a cached token not valid
+ * yet). */
+int auth_verify_cached(auth *a, const char *token, json_t **claims, char *msg, size_t cap);
 /* Whether the claims grant scope (claims "scope": space separated, or
  * "scopes": array; "area:*" and "*" are wildcards). */
 bool auth_has_scope(const json_t *claims, const char *scope);

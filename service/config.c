@@ -63,6 +63,12 @@ static const opt_def opts[] = {
     {"rpc-functions", "STORHD_RPC_FUNCTIONS", OPT_STR, OFF(rpc_functions),
      "functions POST /rpc/{function} may call, comma separated"},
     {"rpc-pool", "STORHD_RPC_POOL", OPT_INT, OFF(rpc_pool), "PostgreSQL connections (default 8)"},
+    {"rpc-timeout", "STORHD_RPC_TIMEOUT", OPT_INT, OFF(rpc_timeout),
+     "ms a PostgreSQL call may run before it is cancelled (504; default 5000)"},
+    {"rpc-queue", "STORHD_RPC_QUEUE", OPT_INT, OFF(rpc_queue),
+     "calls that may wait for a busy pool, then 503 (default 64; 0 = none)"},
+    {"rpc-queue-timeout", "STORHD_RPC_QUEUE_TIMEOUT", OPT_INT, OFF(rpc_queue_timeout),
+     "ms a call waits for a pool connection, then 503 (default 1000)"},
     {"rpc-cache-ttl", "STORHD_RPC_CACHE_TTL", OPT_INT, OFF(rpc_cache_ttl),
      "seconds a response stays cached, 0 = no cache (default 5)"},
     {"rpc-cache-entries", "STORHD_RPC_CACHE_ENTRIES", OPT_INT, OFF(rpc_cache_entries),
@@ -157,7 +163,8 @@ static int set_opt(config *cfg, const opt_def *o, const char *v, const char *whe
         errno = 0;
         long n = strtol(v, &end, 10);
         bool zero_ok = o->offset == OFF(cache_entries) || o->offset == OFF(jwt_leeway) ||
-                       o->offset == OFF(rpc_cache_ttl) || o->offset == OFF(max_conns_per_ip);
+                       o->offset == OFF(rpc_cache_ttl) || o->offset == OFF(max_conns_per_ip) ||
+                       o->offset == OFF(rpc_queue);
         if (errno || *end || end == v || n < (zero_ok ? 0 : 1) || n > 100000000) {
             fprintf(stderr, "storhd: %s %s: expected an integer >= %d, got '%s'\n", where, o->flag,
                     zero_ok ? 0 : 1, v);
@@ -267,6 +274,9 @@ int config_load(config *cfg, int argc, char **argv)
     cfg->jwt_leeway = 30;
     cfg->rpc_pool = 8;
     cfg->rpc_cache_ttl = 5;
+    cfg->rpc_timeout = 5000;
+    cfg->rpc_queue = 64;
+    cfg->rpc_queue_timeout = 1000;
     cfg->rpc_cache_entries = 10000;
     cfg->rpc_cache_bytes = 64 * 1024 * 1024;
     cfg->rpc_scope_claims = strdup("tenant,role");

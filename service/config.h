@@ -34,6 +34,7 @@ typedef struct config {
     char *rpc_conninfo;  /* libpq conninfo of the page RPC, or NULL */
     char *rpc_functions; /* allow-list, comma separated */
     int rpc_pool, rpc_cache_ttl, rpc_cache_entries;
+    int rpc_timeout, rpc_queue, rpc_queue_timeout; /* ms, calls, ms */
     size_t rpc_cache_bytes;
     char *rpc_scope_claims;
     char *cache_validation; /* stat, hash, trust (record cache hits) */

@@ -7,44 +7,98 @@
 #include "http.h"
 #include "rpc.h"
 
-static int rpc_work(http_req *req)
+/* The answer of a call, from the cache or from PostgreSQL: 304 when the
+ * client holds this ETag, the rows otherwise. Takes res->body. */
+static int reply(http_req *req, rpc_result *res)
 {
     service *svc = http_service(req);
-    const char *fn = http_param(req, "function");
-    json_t *args = http_body_object(req);
-    if (!args)
-        return 0;
-    rpc_result res;
-    storh_err err;
-    int rc = rpc_call(svc->rpc, fn, args, http_claims(req), &res, &err);
-    json_decref(args);
-    if (rc)
-        return http_reply_storh(req, &err);
     const char *inm = http_header(req, "If-None-Match");
-    if (inm && !strcmp(inm, res.etag))
+    if (inm && !strcmp(inm, res->etag)) {
         http_reply_empty(req, 304);
-    else
-        http_reply_bytes(req, 200, "application/json", res.body, res.len);
-    http_header_add(req, "ETag", res.etag);
+        free(res->body);
+    } else {
+        http_reply_take(req, 200, "application/json", res->body, res->len);
+    }
+    http_header_add(req, "ETag", res->etag);
     char cc[64];
     if (svc->cfg.rpc_cache_ttl > 0)
         snprintf(cc, sizeof cc, "private, max-age=%d", svc->cfg.rpc_cache_ttl);
     else
         snprintf(cc, sizeof cc, "no-store");
     http_header_add(req, "Cache-Control", cc);
-    http_header_add(req, "X-Cache", res.cached ? "hit" : "miss");
-    free(res.body);
+    http_header_add(req, "X-Cache", res->cached ? "hit" : "miss");
     return 0;
+}
+
+/* The checks that need no PostgreSQL; false when they replied. */
+static bool callable(http_req *req)
+{
+    service *svc = http_service(req);
+    if (!svc->rpc)
+        return http_reply_error(req, 404, "The page RPC is not configured (--rpc-conninfo)."),
+               false;
+    if (!rpc_allowed(svc->rpc, http_param(req, "function"))) /* never reaches SQL otherwise */
+        return http_reply_error(req, 404, "No such rpc function."), false;
+    return true;
+}
+
+static void key_free(void *k)
+{
+    rpc_key_free(k);
+}
+
+/* The call of this request: made by h_rpc_hit on the loop and kept for
+ * h_rpc, or made here (a token verified on the pool); NULL when it replied. */
+static rpc_key *key_of(http_req *req)
+{
+    rpc_key *k = http_state(req);
+    if (k)
+        return k;
+    json_t *args = http_body_object(req);
+    if (!args)
+        return NULL;
+    storh_err err;
+    const buf *raw = http_body(req);
+    int rc = rpc_key_new(http_service(req)->rpc, http_param(req, "function"), args, raw->data,
+                         raw->len, http_claims(req), &k, &err);
+    json_decref(args);
+    if (rc) {
+        http_reply_storh(req, &err);
+        return NULL;
+    }
+    http_set_state(req, k, key_free);
+    return k;
+}
+
+int h_rpc_hit(http_req *req)
+{
+    if (!callable(req))
+        return 0;
+    rpc_result res;
+    const buf *raw = http_body(req); /* a repeat of a cached call: no parse */
+    if (rpc_cached_raw(http_service(req)->rpc, http_param(req, "function"), raw->data, raw->len,
+                       http_claims(req), &res))
+        return reply(req, &res);
+    rpc_key *k = key_of(req);
+    if (!k)
+        return 0;
+    return rpc_cached(http_service(req)->rpc, k, &res) ? reply(req, &res) : 1;
 }
 
 int h_rpc(http_req *req)
 {
-    service *svc = http_service(req);
-    const char *fn = http_param(req, "function");
-    if (!svc->rpc)
-        return http_reply_error(req, 404, "The page RPC is not configured (--rpc-conninfo).");
-    if (!rpc_allowed(svc->rpc, fn)) /* the name never reaches SQL unless allow-listed */
-        return http_reply_error(req, 404, "No such rpc function.");
-    http_defer(req, rpc_work);
-    return 0;
+    if (!http_state(req) && !callable(req))
+        return 0;
+    rpc_key *k = key_of(req);
+    if (!k)
+        return 0;
+    rpc_result res;
+    storh_err err;
+    if (rpc_call(http_service(req)->rpc, k, &res, &err)) {
+        http_reply_storh(req, &err);
+        if (err.code == STORH_EUNAVAIL) /* saturated, or PostgreSQL away */
+            http_header_add(req, "Retry-After", "1");
+        return 0;
+    }
+    return reply(req, &res);
 }

@@ -48,6 +48,7 @@ struct http_req {
     bool encoded_slash;             /* the raw path held %2F: never a separator */
     int (*deferred)(http_req *req); /* set by http_defer, run on the pool */
     bool suspended, parked;
+    bool verify_pending; /* the token is not in the cache: verified on the pool */
 };
 
 static uint64_t now_us(void)
@@ -150,6 +151,20 @@ int http_reply_bytes(http_req *req, int status, const char *ctype, const char *d
         MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
     if (!r)
         return -1;
+    if (ctype)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    set_resp(req, status, r);
+    req->bytes_out = len;
+    return 0;
+}
+
+int http_reply_take(http_req *req, int status, const char *ctype, char *data, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(data);
+        return -1;
+    }
     if (ctype)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     set_resp(req, status, r);
@@ -311,6 +326,34 @@ void http_requeue(http_req *req, int (*fn)(http_req *req))
     }
 }
 
+static void reply_failure(http_req *req);
+static bool check_token(http_req *req);
+
+/* On the pool for a route that does not run on the loop: the token first
+ * when it was not in the cache, then the handler. */
+static int run_off_loop(http_req *req)
+{
+    if (req->verify_pending && !check_token(req)) {
+        reply_failure(req);
+        req->failed = false;
+        return 0;
+    }
+    return req->route->handler(req);
+}
+
+/* Runs the route where its table entry says (route.h). */
+static void dispatch(http_req *req)
+{
+    const route *rt = req->route;
+    if (rt->run == ROUTE_RUN_LOOP) {
+        rt->handler(req);
+        return;
+    }
+    if (rt->run == ROUTE_RUN_LOOP_FIRST && !req->verify_pending && rt->on_loop(req) == 0)
+        return;
+    http_defer(req, run_off_loop);
+}
+
 /* After the handler: either queue the reply now, or suspend and let the
  * pool produce it. */
 static enum MHD_Result finish(http_req *req)
@@ -444,10 +487,23 @@ static bool check_token(http_req *req)
         return false;
     }
     char why[160];
-    if (auth_verify(req->svc->auth, h + 7, &req->claims, why, sizeof why) != 0) {
+    /* a route that runs (or may run) off the loop verifies a new token
+     * there: an RS256 check must not stall the loop's other connections */
+    if (req->route->run != ROUTE_RUN_LOOP && !req->verify_pending) {
+        int rc = auth_verify_cached(req->svc->auth, h + 7, &req->claims, why, sizeof why);
+        if (rc > 0) {
+            req->verify_pending = true;
+            return true;
+        }
+        if (rc < 0) {
+            http_fail(req, 401, "%s", why);
+            return false;
+        }
+    } else if (auth_verify(req->svc->auth, h + 7, &req->claims, why, sizeof why) != 0) {
         http_fail(req, 401, "%s", why);
         return false;
     }
+    req->verify_pending = false;
     if (req->route->scope && !auth_has_scope(req->claims, req->route->scope)) {
         http_fail(req, 403, "The token lacks the scope %s.", req->route->scope);
         return false;
@@ -607,7 +663,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     if (!req->failed && req->route->body == ROUTE_BODY_NDJSON)
         req->route->on_body(req, NULL, 0); /* end of body */
     if (!req->failed)
-        req->route->handler(req);
+        dispatch(req);
     return finish(req);
 }
 

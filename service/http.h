@@ -49,6 +49,8 @@ int http_reply_json(http_req *req, int status, const json_t *body);
 /* As http_reply_json, and steals the reference to body. */
 int http_reply_owned(http_req *req, int status, json_t *body);
 int http_reply_bytes(http_req *req, int status, const char *ctype, const char *data, size_t len);
+/* Like http_reply_bytes, but takes data (malloc'd; freed with the response). */
+int http_reply_take(http_req *req, int status, const char *ctype, char *data, size_t len);
 int http_reply_empty(http_req *req, int status);
 int http_reply_error(http_req *req, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -56,7 +56,10 @@ int main(int argc, char **argv)
                        svc.cfg.rpc_cache_ttl,
                        (size_t)svc.cfg.rpc_cache_entries,
                        svc.cfg.rpc_cache_bytes,
-                       svc.cfg.rpc_scope_claims};
+                       svc.cfg.rpc_scope_claims,
+                       svc.cfg.rpc_timeout,
+                       svc.cfg.rpc_queue,
+                       svc.cfg.rpc_queue_timeout};
         char rmsg[256];
         if (rpc_new(&ro, &svc.rpc, rmsg, sizeof rmsg) != 0) {
             fprintf(stderr, "storhd: %s\n", rmsg);

@@ -341,16 +341,23 @@ static void render_caches(buf *out, service *svc)
     buf_printf(out, "storhd_pg_pool{state=\"size\"} %d\nstorhd_pg_pool{state=\"busy\"} %d\n",
                rs.pool, rs.busy);
     family(out, "storhd_pg_pool_total", "counter",
-           "Page RPC calls that waited for a free connection, and calls that failed.");
+           "Page RPC calls that waited for a free connection, calls that failed, calls "
+           "refused with 503 because the pool stayed saturated (rejected), and statements "
+           "cancelled at --rpc-timeout (timeout).");
     buf_printf(out,
                "storhd_pg_pool_total{event=\"wait\"} %llu\n"
-               "storhd_pg_pool_total{event=\"error\"} %llu\n",
-               rs.waits, rs.errors);
+               "storhd_pg_pool_total{event=\"error\"} %llu\n"
+               "storhd_pg_pool_total{event=\"rejected\"} %llu\n"
+               "storhd_pg_pool_total{event=\"timeout\"} %llu\n",
+               rs.waits, rs.errors, rs.rejected, rs.timeouts);
     family(out, "storhd_rpc_calls_total", "counter",
            "Page RPC calls, response cache hits included.");
     buf_printf(out, "storhd_rpc_calls_total %llu\n", rs.calls);
     family(out, "storhd_rpc_seconds_total", "counter", "Time spent in page RPC calls.");
     buf_printf(out, "storhd_rpc_seconds_total %.6f\n", rs.seconds);
+    family(out, "storhd_rpc_coalesced_total", "counter",
+           "Page RPC misses that shared an identical call in progress (single-flight).");
+    buf_printf(out, "storhd_rpc_coalesced_total %llu\n", rs.coalesced);
 }
 
 static void render_mirrors(buf *out, service *svc)

@@ -24,7 +24,9 @@ static const struct {
     {415, "The Content-Type is not the route's media type."},
     {422, "The record violates the collection's schema (the message names the field)."},
     {500, "Internal error (I/O or corrupt data); nothing was acknowledged."},
-    {503, "Out of memory or a dependency unavailable; retry later."},
+    {503, "Out of memory, a dependency unavailable, or the page RPC's PostgreSQL pool saturated; "
+          "retry later (Retry-After, when given)."},
+    {504, "The page RPC's PostgreSQL call ran over --rpc-timeout and was cancelled."},
     {507, "The disk is full; nothing was written."},
 };
 
@@ -292,6 +294,7 @@ static json_t *error_responses(void)
                                             "schema_violation",
                                             "internal_error",
                                             "unavailable",
+                                            "timeout",
                                             "insufficient_storage"};
         json_object_set_new(json_object_get(ex, "error"), "code", json_string(codes[i]));
         json_t *o = json_pack("{sss{s{s{ss}so}}}", "description", error_text[i].what, "content",

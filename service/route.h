@@ -23,6 +23,17 @@ typedef enum {
     ROUTE_BODY_NDJSON,   /* application/x-ndjson, streamed to on_body */
 } route_body;
 
+/* Where a route's handler runs; http.c decides from this, not the handler. */
+typedef enum {
+    ROUTE_RUN_LOOP = 0, /* on the event loop (a handler may still http_defer) */
+    ROUTE_RUN_POOL,     /* on the work pool, token verification included */
+    /* on_loop first, on the event loop, when the token is in the verified-
+     * token cache; it replies (returns 0) or declines (returns 1, nothing
+     * replied), and then the handler runs on the work pool. A token not yet
+     * verified goes to the pool without trying on_loop. */
+    ROUTE_RUN_LOOP_FIRST,
+} route_run;
+
 typedef struct route {
     const char *method;
     const char *pattern;
@@ -32,6 +43,8 @@ typedef struct route {
     int (*on_begin)(http_req *req);
     int (*on_body)(http_req *req, const char *data, size_t len);
     route_body body;
+    route_run run;
+    int (*on_loop)(http_req *req); /* ROUTE_RUN_LOOP_FIRST */
     const char *scope;
     /* ---- the contract (openapi.c renders it) ---- */
     const char *op; /* operationId */

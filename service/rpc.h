@@ -5,7 +5,11 @@
  * parameters, claims visible to SQL as request.jwt.claims (as PostgREST
  * does), and a response cache keyed by function, canonical arguments and
  * the claims that scope it, bounded by entries and bytes, with a TTL. A
- * lost server is 503 and every connection is re-established when it is back. */
+ * lost server is 503 and every connection is re-established when it is back.
+ * Every call is bounded: at most `queue` calls wait for a busy pool, each
+ * at most queue_timeout_ms (then STORH_EUNAVAIL: 503), and a statement runs
+ * at most timeout_ms (PostgreSQL's statement_timeout, and a client-side
+ * deadline a little later that drops the connection: STORH_ETIMEOUT, 504). */
 #ifndef STORHD_RPC_H
 #define STORHD_RPC_H
 
@@ -25,6 +29,9 @@ typedef struct rpc_opts {
     int cache_ttl;         /* seconds; 0 turns the response cache off */
     size_t cache_entries, cache_bytes;
     const char *scope_claims; /* comma separated claims that scope the cache */
+    int timeout_ms;           /* statement timeout (default 5000) */
+    int queue;                /* calls that may wait for a connection */
+    int queue_timeout_ms;     /* how long one waits (default 1000) */
 } rpc_opts;
 
 int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap);
@@ -38,17 +45,43 @@ typedef struct rpc_result {
     bool cached;
 } rpc_result;
 
-/* Calls function(args) with claims (both borrowed; claims may be NULL).
- * STORH_EUNAVAIL when PostgreSQL is down, STORH_EINVAL when it rejects the
- * arguments. The caller frees res->body. */
-int rpc_call(rpc *r, const char *function, const json_t *args, const json_t *claims,
-             rpc_result *res, storh_err *err);
+/* A call as the cache and PostgreSQL see it: the function, the canonical
+ * arguments, the claims as text and the cache key, computed once per
+ * request (on the event loop for a route that tries the cache there, then
+ * reused by the call on the pool). */
+typedef struct rpc_key rpc_key;
+/* function must be allowed (rpc_allowed); args and claims are borrowed
+ * (claims may be NULL); raw (may be NULL) is the arguments' bytes as sent,
+ * under which the answer is cached too (rpc_cached_raw). STORH_ENOMEM. */
+int rpc_key_new(rpc *r, const char *function, const json_t *args, const char *raw, size_t raw_len,
+                const json_t *claims, rpc_key **out, storh_err *err);
+void rpc_key_free(rpc_key *k);
+
+/* Calls the function of k through the response cache. STORH_EUNAVAIL when
+ * PostgreSQL is down, STORH_EINVAL when it rejects the arguments. Identical
+ * concurrent misses (same function, arguments and cache key of the claims)
+ * make one PostgreSQL call and share its answer. The caller frees
+ * res->body. */
+int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err);
+/* The response cache alone, cheap enough for an event loop: true and *res
+ * (cached set) on a fresh entry; false on a miss or with the cache off,
+ * and then rpc_call decides. Never waits for PostgreSQL. */
+bool rpc_cached(rpc *r, const rpc_key *k, rpc_result *res);
+/* The response cache by the arguments' bytes as sent, before they are
+ * parsed: a repeat of a request whose answer was cached (the same bytes
+ * canonicalise the same way) costs no JSON parse. false: parse, then
+ * rpc_cached. */
+bool rpc_cached_raw(rpc *r, const char *function, const char *raw, size_t raw_len,
+                    const json_t *claims, rpc_result *res);
 /* The response cache, the pool and the calls, for /metrics. */
 typedef struct rpc_stats {
     unsigned long long hits, misses, evictions, waits, errors, calls;
     size_t entries, bytes;
     int pool, busy;
     double seconds;
+    unsigned long long coalesced; /* misses that waited for an identical call */
+    unsigned long long rejected;  /* saturated: queue full or wait timed out */
+    unsigned long long timeouts;  /* statements over the timeout */
 } rpc_stats;
 void rpc_snapshot(rpc *r, rpc_stats *out);
 /* Whether the server accepts connections (libpq's ping: no login, a

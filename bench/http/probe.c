@@ -100,9 +100,13 @@ int probe_once(const probe_opts *o, double t, probe_sample *s, char *msg, size_t
             return -1;
         }
         s->cpu_s = st.cpu_s;
+        s->sys_s = st.sys_s;
+        s->ctxsw = st.ctxsw;
         s->pss_mib = st.pss_mib;
         s->rss_mib = st.rss_mib;
     }
+    if (o->no_metrics)
+        return 0;
     client_resp r;
     if (client_do(o->base, "GET", "/metrics", NULL, NULL, 0, NULL, 0, &r) != 0 || r.status != 200) {
         snprintf(msg, cap, "GET %s/metrics failed (status %ld)", o->base, r.status);

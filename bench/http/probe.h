@@ -6,6 +6,7 @@
 #ifndef STORHD_TRIAL_PROBE_H
 #define STORHD_TRIAL_PROBE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -14,6 +15,8 @@
 typedef struct probe_sample {
     double t;       /* seconds since probe_start */
     double cpu_s;   /* utime + stime of the API so far */
+    double sys_s;   /* stime alone (0 when read from /metrics) */
+    double ctxsw;   /* context switches of its threads (0 from /metrics) */
     double pss_mib; /* proportional set size */
     double rss_mib;
     double ok;                     /* requests of the route answered below 400, so far */
@@ -32,6 +35,7 @@ typedef struct probe_opts {
      * storhd_cache_bytes{cache="jwt"} */
     const char *const *watch;
     int nwatch;
+    bool no_metrics; /* a peer without /metrics: /proc/PID only */
 } probe_opts;
 
 typedef struct probe probe;

@@ -136,6 +136,12 @@ json_t *results_trial(const char *scenario, int trial, int order, const json_t *
                         num(rss_max > last->rss_mib ? rss_max : last->rss_mib, 2));
     json_object_set_new(api, "cpu_s", num(cpu, 3));
     json_object_set_new(api, "cpu_us_per_request", num(requests > 0 ? cpu * 1e6 / requests : 0, 2));
+    if (last->ctxsw > 0) { /* read from /proc: the runner started the API */
+        double sys = last->sys_s - first->sys_s, sw = last->ctxsw - first->ctxsw;
+        json_object_set_new(api, "sys_us_per_request",
+                            num(requests > 0 ? sys * 1e6 / requests : 0, 2));
+        json_object_set_new(api, "ctxsw_per_request", num(requests > 0 ? sw / requests : 0, 3));
+    }
     if (po->nwatch) {
         double mx[PROBE_MAX_WATCH];
         for (int w = 0; w < po->nwatch; w++) {
@@ -230,6 +236,13 @@ void results_summarize(json_t *scenario)
     json_object_set_new(sum, "pss_mib", num(median_of(trials, "api.pss_mib"), 2));
     json_object_set_new(sum, "cpu_us_per_request",
                         num(median_of(trials, "api.cpu_us_per_request"), 2));
+    if (n &&
+        json_object_get(json_object_get(json_array_get(trials, 0), "api"), "ctxsw_per_request")) {
+        json_object_set_new(sum, "sys_us_per_request",
+                            num(median_of(trials, "api.sys_us_per_request"), 2));
+        json_object_set_new(sum, "ctxsw_per_request",
+                            num(median_of(trials, "api.ctxsw_per_request"), 3));
+    }
     json_object_set_new(sum, "requests", json_integer(requests));
     json_object_set_new(sum, "errors", json_integer(errors));
     if (n && json_object_get(json_array_get(trials, 0), "vs_disk")) {

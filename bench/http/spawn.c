@@ -1,5 +1,6 @@
 #include "spawn.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -78,6 +79,36 @@ int spawn_stop(pid_t pid, int timeout_ms)
     return spawn_wait(pid);
 }
 
+/* Context switches of every thread of pid (threads that ended are not
+ * counted; storhd's threads live as long as it does). */
+static double context_switches(pid_t pid)
+{
+    char path[96], line[256];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    double n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%.20s/status", (int)pid, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof line, f)) {
+            unsigned long v;
+            if (sscanf(line, "voluntary_ctxt_switches: %lu", &v) == 1 ||
+                sscanf(line, "nonvoluntary_ctxt_switches: %lu", &v) == 1)
+                n += (double)v;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
 int spawn_stat_read(pid_t pid, spawn_stat *out)
 {
     char path[64], line[512];
@@ -95,6 +126,8 @@ int spawn_stat_read(pid_t pid, spawn_stat *out)
         sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
         return -1;
     out->cpu_s = (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+    out->sys_s = (double)stime / (double)sysconf(_SC_CLK_TCK);
+    out->ctxsw = context_switches(pid);
     out->pss_mib = out->rss_mib = 0;
     snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
     f = fopen(path, "r");

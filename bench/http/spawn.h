@@ -10,6 +10,8 @@
 
 typedef struct spawn_stat {
     double cpu_s;   /* utime + stime */
+    double sys_s;   /* stime: the kernel's share */
+    double ctxsw;   /* voluntary + involuntary context switches of all its threads */
     double pss_mib; /* Pss of /proc/PID/smaps_rollup */
     double rss_mib;
 } spawn_stat;

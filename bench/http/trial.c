@@ -45,6 +45,7 @@ typedef struct options {
     size_t arg_bytes;
     char api_cpus[64], pg_cpus[64], wrk_cpus[64];
     const char *storhd, *target, *pg, *jwt_key, *jwt_pub, *lua, *wrk, *out;
+    const char *peer; /* a shell command serving the same routes instead of storhd */
     const char *api_args[MAX_API_ARGS];
     int napi_args;
     unsigned long long seed;
@@ -75,6 +76,10 @@ static void usage(FILE *f)
             "(default build/release/service/storhd)\n"
             "  --api-arg=ARG        one more storhd argument (repeatable)\n"
             "  --target=URL         use a running API instead (no restarts)\n"
+            "  --peer=CMD           start this shell command instead of storhd for each trial\n"
+            "                       (another server of the same routes; it gets PORT in its\n"
+            "                       environment, must answer GET /healthz and end with exec,\n"
+            "                       so the pid measured is its own; no /metrics is read)\n"
             "  --wait=S             with --target: wait up to S s for its /readyz (0)\n"
             "  --pg=CONNINFO        PostgreSQL of the page RPC (for the started storhd)\n"
             "  --jwt-key=PEM        RSA private key: mint the tokens (RS256)\n"
@@ -168,6 +173,7 @@ static int parse_options(int argc, char **argv, options *o)
                                           {"storhd", 1, 0, 'b'},
                                           {"api-arg", 1, 0, 'a'},
                                           {"target", 1, 0, 'T'},
+                                          {"peer", 1, 0, 'Q'},
                                           {"pg", 1, 0, 'g'},
                                           {"jwt-key", 1, 0, 'k'},
                                           {"jwt-pub", 1, 0, 'p'},
@@ -244,6 +250,9 @@ static int parse_options(int argc, char **argv, options *o)
             break;
         case 'T':
             o->target = optarg;
+            break;
+        case 'Q':
+            o->peer = optarg;
             break;
         case 'g':
             o->pg = optarg;
@@ -423,11 +432,21 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
         remove_tree(root);
         mkdir(root, 0755);
         const char *argv[MAX_API_ARGS + 16];
-        api_argv(st, root, listen, argv);
+        char port_env[32];
+        const char *env[] = {port_env, NULL};
+        snprintf(port_env, sizeof port_env, "PORT=%d", port);
+        if (o->peer) { /* it execs itself: the pid measured is the peer's */
+            argv[0] = "/bin/sh";
+            argv[1] = "-c";
+            argv[2] = o->peer;
+            argv[3] = NULL;
+        } else {
+            api_argv(st, root, listen, argv);
+        }
         api_cmd = spawn_cmdline(o->api_cpus, argv);
-        pid = spawn_pinned(o->api_cpus, argv, NULL, log);
-        if (pid < 0 || !wait_ok(base, "/readyz", pid, 10)) {
-            snprintf(msg, cap, "storhd did not start (see %s)", log);
+        pid = spawn_pinned(o->api_cpus, argv, o->peer ? env : NULL, log);
+        if (pid < 0 || !wait_ok(base, o->peer ? "/healthz" : "/readyz", pid, 20)) {
+            snprintf(msg, cap, "%s did not start (see %s)", o->peer ? "the peer" : "storhd", log);
             if (pid > 0)
                 spawn_stop(pid, 2000);
             free(api_cmd);
@@ -473,7 +492,8 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
         json_decref(res);
         res = NULL;
     }
-    probe_opts po = {base, pid, sc->route, sc->method, o->sample_ms, o->watch, o->nwatch};
+    probe_opts po = {base,         pid,      sc->route, sc->method,
+                     o->sample_ms, o->watch, o->nwatch, o->peer != NULL};
     probe_sample first, last;
     probe *p = NULL;
     if (rc == 0)
@@ -521,7 +541,8 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
     if (pid > 0) {
         int st_code = spawn_stop(pid, 10000);
         if (st_code != 0 && rc == 0) {
-            snprintf(msg, cap, "storhd exited with %d after the trial (see %s)", st_code, log);
+            snprintf(msg, cap, "%s exited with %d after the trial (see %s)",
+                     o->peer ? "the peer" : "storhd", st_code, log);
             rc = -1;
         }
         remove_tree(root);
@@ -576,6 +597,10 @@ static void storhd_version(run_state *st)
 {
     const options *o = st->o;
     snprintf(st->storhd_version, sizeof st->storhd_version, "unknown");
+    if (o->peer) {
+        snprintf(st->storhd_version, sizeof st->storhd_version, "peer");
+        return;
+    }
     if (!o->target) {
         const char *argv[] = {o->storhd, "--version", NULL};
         char *v = spawn_first_line(argv);

@@ -190,6 +190,8 @@ TEST(postgres_down_then_back)
     client_resp r = call("page", t, args(7, "\"n\":1"), NULL);
     CHECK_INT(r.status, 503);
     CHECK(strstr(r.body, "PostgreSQL is unavailable") != NULL);
+    char ra[16];
+    CHECK_STR(client_header(&r, "Retry-After", ra, sizeof ra), "1");
     client_free(&r);
     client_do(d.base, "GET", "/readyz", NULL, NULL, 0, NULL, 0, &r); /* not ready without it */
     CHECK_INT(r.status, 503);
