@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -747,11 +748,12 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
         (struct sockaddr *)&ss, MHD_OPTION_ARRAY, pool, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)svc->cfg.conn_timeout, MHD_OPTION_CONNECTION_LIMIT, svc->cfg.max_conns,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)svc->cfg.max_conns_per_ip,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri,
-        NULL, MHD_OPTION_END);
-    if (!s->d) {
-        snprintf(msg, cap, "could not listen on %s:%d", svc->cfg.listen_host, svc->cfg.listen_port);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc, MHD_OPTION_UNESCAPE_CALLBACK,
+        unescape_no_nul, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_END);
+    if (!s->d) { /* errno is bind's when the address is taken */
+        int e = errno;
+        snprintf(msg, cap, "could not listen on %s:%d: %s", svc->cfg.listen_host,
+                 svc->cfg.listen_port, e ? strerror(e) : "libmicrohttpd refused the options");
         free(s);
         return -1;
     }

@@ -1,6 +1,7 @@
 /* The service's own routes and start-up rules, over real HTTP. */
 #include <curl/curl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -237,6 +238,37 @@ TEST(small_body_limit_from_env)
     daemon_cleanup(&small);
 }
 
+/* A second storhd told to listen on a port in use exits with an error; it
+ * must not share the port with the first and take half its connections. */
+TEST(busy_port_is_refused)
+{
+    char listen[64];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", d.port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        execl(STORHD_BIN, STORHD_BIN, "--root", d.root, "--listen", listen, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    pid_t w = 0;
+    for (int i = 0; i < 300 && w == 0; i++) { /* 30 s: it should exit at once */
+        w = waitpid(pid, &st, WNOHANG);
+        if (w == 0)
+            usleep(100 * 1000);
+    }
+    if (w == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    CHECK(w == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    client_resp r = get("/healthz"); /* the first server is untouched */
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+}
+
 static const test_case tests[] = {
     {"health_and_ready", health_and_ready},
     {"openapi_lists_every_route", openapi_lists_every_route},
@@ -244,6 +276,7 @@ static const test_case tests[] = {
     {"uuid_routes", uuid_routes},
     {"command_line", command_line},
     {"small_body_limit_from_env", small_body_limit_from_env},
+    {"busy_port_is_refused", busy_port_is_refused},
 };
 
 DAEMON_TEST_MAIN(d, tests)
