@@ -500,6 +500,21 @@ done:
     return rc;
 }
 
+/* A file whose live bytes are all durable keeps its inode: linked into
+ * the new tree, not rebuilt, so its inode number and mtime are what a real
+ * disk keeps (storhd's recovery compares them). True once linked. */
+static bool keep_file(const pf_node *n, const char *out)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    if (!n->livepath || (!n->clean && n->dirty))
+        return false;
+    bpath(p, n->livepath);
+    if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode) || (!n->clean && st.st_size != n->dsize))
+        return false;
+    return link(p, out) == 0;
+}
+
 static int build_dir(pf_node *d, const char *out, bool random)
 {
     pf_ents *t = target_of(d);
@@ -518,7 +533,7 @@ static int build_dir(pf_node *d, const char *out, bool random)
         } else if (n->outpath) {
             rc = link(n->outpath, p) == 0 ? 0 : -errno;
         } else {
-            rc = build_file(n, p, random);
+            rc = keep_file(n, p) ? 0 : build_file(n, p, random);
             n->outpath = strdup(p);
             stats.cut_files++;
         }
