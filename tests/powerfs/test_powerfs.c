@@ -122,6 +122,29 @@ TEST(fsynced_file_and_directory_survive)
     done();
 }
 
+/* A real disk keeps the inode (and the synced mtime) of a file whose entry
+ * survives; storhd's bulk recovery compares them. */
+TEST(durable_file_keeps_inode_and_mtime)
+{
+    mount_fresh();
+    put("a", "v1", true);
+    sync_dir(".");
+    char p[PATH_MAX];
+    struct stat before, after;
+    path(p, "a");
+    CHECK(stat(p, &before) == 0);
+    cut("cut strict");
+    CHECK(stat(p, &after) == 0);
+    CHECK(after.st_ino == before.st_ino);
+    CHECK(after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+          after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+    cut("cut strict"); /* a file untouched since the last cut, too */
+    CHECK(stat(p, &after) == 0);
+    CHECK(after.st_ino == before.st_ino);
+    CHECK_STR(get("a"), "v1");
+    done();
+}
+
 TEST(rename_without_directory_fsync_reverts)
 {
     mount_fresh();
@@ -280,6 +303,7 @@ TEST(randomized_cuts_leave_allowed_states)
 static const test_case cases[] = {
     {"file_without_fsync_vanishes", file_without_fsync_vanishes},
     {"fsynced_file_and_directory_survive", fsynced_file_and_directory_survive},
+    {"durable_file_keeps_inode_and_mtime", durable_file_keeps_inode_and_mtime},
     {"rename_without_directory_fsync_reverts", rename_without_directory_fsync_reverts},
     {"unlink_without_directory_fsync_comes_back", unlink_without_directory_fsync_comes_back},
     {"directory_without_parent_fsync_vanishes", directory_without_parent_fsync_vanishes},
