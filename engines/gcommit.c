@@ -61,6 +61,11 @@ gcommit_ticket gcommit_written(gcommit *g, uint64_t end)
     return (gcommit_ticket){g->gen, end};
 }
 
+gcommit_ticket gcommit_position(const gcommit *g)
+{
+    return (gcommit_ticket){g->gen, g->written};
+}
+
 static int poisoned(gcommit *g, storh_err *err)
 {
     return storh_err_sys(err, g->poisoned,

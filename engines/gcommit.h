@@ -52,6 +52,9 @@ void gcommit_destroy(gcommit *g);
 void gcommit_label(gcommit *g, wstats_kind kind, const char *name);
 /* Records that fd now holds end bytes; the ticket covers them. */
 gcommit_ticket gcommit_written(gcommit *g, uint64_t end);
+/* Where the writes stand now: {gen, written}. Two positions are equal only
+ * if nothing was written and the file was not switched in between. */
+gcommit_ticket gcommit_position(const gcommit *g);
 /* Blocks until t is durable. 0, or a STORH_E* code with err set. */
 int gcommit_wait(gcommit *g, gcommit_ticket t, storh_err *err);
 /* Makes everything written to the current fd durable now. 0, or the poison

@@ -4,9 +4,24 @@
  * queue reads what other processes appended, under the lock, so several
  * processes never claim one job twice.
  *
- * Job states:  (enqueue) --> pending --claim--> processing --complete-->
- *   done (keep_done) or gone; processing --requeue--> pending;
- *   done --purge--> gone. Enqueueing a known id resets it to pending.
+ * Job states. Each move is an event line written by the operation (under
+ * the flock, in queue.c) and applied by apply_event (queue_state.c), both
+ * live and on replay:
+ *
+ *   (unknown) --enqueue (queue_enqueue_many)--> pending
+ *   pending --claim (queue_claim, FIFO)--> processing
+ *   processing --complete (queue_complete_many)--> done (keep_done) or gone
+ *   processing --requeue (queue_requeue_timed_out, queue_repair)--> pending
+ *   done --purge (queue_purge_done)--> gone (forgotten: out of memory too)
+ *   any --enqueue of a known id--> pending again, with the new payload
+ *
+ * Two storh quirks kept on purpose: complete with "done":true puts the id in
+ * done whatever it was, even unknown (a done job with no payload), and purge
+ * of a job that is not done drops its payload but keeps its state.
+ * Error states: a bad event line is skipped and listed (queue_verify reports
+ * it, queue_repair quarantines it); an append that fails is cut back, and
+ * when it cannot be cut or a later fsync fails, gcommit poisons the queue:
+ * every write refuses until a restart replays the log as the disk has it.
  *
  * Unlike storh, a bad event line between good ones is skipped (verify
  * reports it, repair quarantines it) instead of cutting the log there; only

@@ -3,11 +3,29 @@
  * segments and the active one, and an in-memory state index (id -> live
  * line) rebuilt by replay on open.
  *
- * Segment life:  active --(size >= max: roll)--> sealed --(compact)-->
- *   replaced in the manifest by compact-<token>-NNNNNN outputs (old seg-*
- *   files are left on disk for concurrent readers, as storh does).
- * Manifest swap is the commit point of a roll and of a compaction; compact-*
- * files the manifest does not name are removed on open.
+ * Segment life (the manifest write is the commit point of every move; the
+ * functions are in seglog_manifest.c, seglog_batch.c and seglog_compact.c):
+ *
+ *   (open: seglog_open, replay cuts a torn tail) --> active
+ *   active --append (seglog__append_lines, size >= max)--> roll
+ *   roll (seglog__roll): sparse index, new seg-N, dir fsync, flush,
+ *       manifest names seg-N --> old one sealed, seg-N active
+ *     roll fails before the manifest --> active unchanged (ROLL FAILED:
+ *       the append that triggered it still succeeds; the next one retries)
+ *     gcommit_switch fails after it --> POISONED (gcommit: every write
+ *       refuses until a restart reopens the log as the disk has it)
+ *   bulk commit (seglog_batch_commit -> publish_spool): spool renamed to
+ *       seg-N, manifest seals the active one and names seg-N active
+ *     fails before the manifest --> nothing changed (spool unlinked)
+ *     fails after it --> POISONED
+ *   sealed --compact (compact_locked: roll, compact-<token>-NNNNNN written
+ *       and fsynced, manifest swap)--> replaced by the outputs (old seg-*
+ *       files stay on disk for concurrent readers, as storh does)
+ *     fails before the swap --> unchanged; outputs removed
+ *       (seglog__remove_unreferenced, also on every open)
+ *   seglog_retain: tombstones for old ids, then compact_locked.
+ *   bad line inside a segment --> skipped and listed (s->bad);
+ *       seglog_verify reports it, seglog_repair quarantines and rewrites.
  *
  * Unlike storh, nothing valid is ever cut away: on open only an invalid
  * unterminated tail (a torn, never acknowledged write) is truncated; a bad

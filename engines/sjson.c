@@ -68,12 +68,14 @@ void sjson_encode_string(buf *out, const char *s, size_t len)
     buf_appendc(out, '"');
 }
 
-/* Shortest digit string that round-trips: digits (no trailing zeros) and
- * decpt with value = 0.DIGITS x 10^decpt. */
-static void shortest_digits(double v, char digits[20], int *ndig, int *decpt)
+/* The significant digits of v (non-negative) with the fewest of at least
+ * from_prec + 1 digits that round-trips, up to 17: digits (no trailing
+ * zeros) and decpt with value = 0.DIGITS x 10^decpt. from_prec 0 gives the
+ * shortest string, 16 the 17 digits of %.17G. */
+static void sig_digits(double v, int from_prec, char digits[20], int *ndig, int *decpt)
 {
     char tmp[40];
-    for (int prec = 0; prec <= 16; prec++) {
+    for (int prec = from_prec; prec <= 16; prec++) {
         snprintf(tmp, sizeof tmp, "%.*e", prec, v);
         if (strtod(tmp, NULL) == v || prec == 16)
             break;
@@ -92,7 +94,11 @@ static void shortest_digits(double v, char digits[20], int *ndig, int *decpt)
     *decpt = exp10 + 1;
 }
 
-int sjson_format_double(double v, char out[32])
+/* Writes v as PHP prints a float with precision 17 (serialize_precision -1
+ * or %.17G): positional between 1e-4 and 1e17, else d.ddd with exponent
+ * letter e; zero_fraction keeps ".0" on a whole number (json_encode's
+ * PRESERVE_ZERO_FRACTION). Returns the length written. */
+static int format_php(double v, int from_prec, char e, bool zero_fraction, char out[32])
 {
     char *o = out;
     if (signbit(v)) {
@@ -100,12 +106,14 @@ int sjson_format_double(double v, char out[32])
         v = -v;
     }
     if (v == 0) {
-        memcpy(o, "0.0", 4);
-        return (int)(o - out) + 3;
+        const char *z = zero_fraction ? "0.0" : "0";
+        size_t zl = strlen(z);
+        memcpy(o, z, zl + 1);
+        return (int)(o - out) + (int)zl;
     }
     char d[20];
     int n, decpt;
-    shortest_digits(v, d, &n, &decpt);
+    sig_digits(v, from_prec, d, &n, &decpt);
     if (decpt > 17 || decpt < -3) {
         *o++ = d[0];
         *o++ = '.';
@@ -115,7 +123,7 @@ int sjson_format_double(double v, char out[32])
         } else {
             *o++ = '0';
         }
-        o += sprintf(o, "e%c%d", decpt - 1 >= 0 ? '+' : '-', abs(decpt - 1));
+        o += sprintf(o, "%c%c%d", e, decpt - 1 >= 0 ? '+' : '-', abs(decpt - 1));
     } else if (decpt <= 0) {
         *o++ = '0';
         *o++ = '.';
@@ -126,16 +134,27 @@ int sjson_format_double(double v, char out[32])
     } else {
         for (int i = 0; i < decpt; i++)
             *o++ = i < n ? d[i] : '0';
-        *o++ = '.';
         if (n > decpt) {
+            *o++ = '.';
             memcpy(o, d + decpt, (size_t)(n - decpt));
             o += n - decpt;
-        } else {
-            *o++ = '0'; /* PRESERVE_ZERO_FRACTION */
+        } else if (zero_fraction) {
+            *o++ = '.';
+            *o++ = '0';
         }
     }
     *o = '\0';
     return (int)(o - out);
+}
+
+int sjson_format_double(double v, char out[32])
+{
+    return format_php(v, 0, 'e', true, out);
+}
+
+int sjson_format_g17(double v, char out[32])
+{
+    return format_php(v, 16, 'E', false, out);
 }
 
 bool sjson_is_int_key(const char *k, size_t len)

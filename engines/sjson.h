@@ -26,6 +26,10 @@ void sjson_encode_string(buf *out, const char *s, size_t len);
 /* The SJSON text of a finite double ("1.0", "1.0e+17", "-0.0"); returns the
  * length written to out (at most 31 bytes plus NUL). */
 int sjson_format_double(double v, char out[32]);
+/* PHP's sprintf('%.17G') of a finite double ("0.10000000000000001",
+ * "1.0E+17", "-0"), the text of a float in docindex keys; returns the
+ * length written to out (at most 31 bytes plus NUL). */
+int sjson_format_g17(double v, char out[32]);
 
 /* jansson's json_loadb (same flags and error) with PHP json_decode's rule
  * for integers outside int64: they decode as floats (12345678901234567890

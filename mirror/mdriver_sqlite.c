@@ -159,13 +159,3 @@ int mdriver_sqlite_open(const char *path, mdriver **out, storh_err *err)
     *out = &d->base;
     return 0;
 }
-
-int mdriver_open(const char *driver, const char *target, mdriver **out, storh_err *err)
-{
-    if (!strcmp(driver, "sqlite"))
-        return mdriver_sqlite_open(target, out, err);
-    if (!strcmp(driver, "postgres"))
-        return mdriver_pg_open(target, out, err);
-    return storh_err_set(err, STORH_EINVAL, "Unknown SQL mirror driver: %s (sqlite, postgres)",
-                         driver);
-}

@@ -6,8 +6,18 @@
 # smoke test; then every test under ctest twice: a normal build, then an
 # AddressSanitizer + UndefinedBehaviorSanitizer build, whose summary closes
 # the output. Tests start every server they use themselves.
+# scripts/test.sh --quick is the edit-test loop: a RelWithDebInfo build and
+# the unit-labelled tests only (`ctest -L unit`: no daemon, a minute or so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--quick" ]; then
+  cmake -S . -B build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build/test -j"$(nproc)"
+  . scripts/testpg.sh # test_mirror's PostgreSQL half; stopped on exit
+  status=0
+  (cd build/test && ctest --output-on-failure -j"$(nproc)" -L '^unit$') || status=$?
+  exit "$status"
+fi
 scripts/deps.sh clang-format cppcheck wrk python3-jsonschema jq valgrind e2fsprogs prometheus
 jobs="$(nproc)"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"

@@ -450,6 +450,70 @@ TEST(staged_batches_roll_forward)
     free(ev);
 }
 
+/* verify says why it could not read the log, not only that it could not. */
+TEST(verify_reports_why_the_log_is_unreadable)
+{
+    queue *q = open_q("gone");
+    json_t *jobs = js("[{}]"), *ids, *v;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    json_decref(ids);
+    json_decref(jobs);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/gone/queue.log", root);
+    CHECK_INT(unlink(p), 0);
+    CHECK_INT(queue_verify(q, &v, NULL), 0);
+    CHECK(json_is_false(json_object_get(v, "ok")));
+    const char *msg = json_string_value(json_array_get(json_object_get(v, "errors"), 0));
+    CHECK(msg && strstr(msg, "gone/queue.log") != NULL);
+    json_decref(v);
+    queue_close(q);
+}
+
+/* jansson's allocator for the next test: after `jansson_budget` more
+ * allocations, every one fails until the budget is reset to -1. */
+static int jansson_budget = -1;
+
+static void *budget_malloc(size_t n)
+{
+    if (jansson_budget == 0)
+        return NULL;
+    if (jansson_budget > 0)
+        jansson_budget--;
+    return malloc(n);
+}
+
+/* A claim that cannot build its answer claims nothing: with jansson out of
+ * memory at each step of building the claimed jobs, queue_claim fails with
+ * STORH_ENOMEM and every job is still pending (none is moved to processing
+ * and lost to a caller that never saw it). */
+TEST(claim_out_of_memory_claims_nothing)
+{
+    queue *q = open_q("oom");
+    json_t *jobs = js("[{\"payload\":{\"n\":1}},{\"payload\":{\"n\":2}},{}]");
+    json_t *ids;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    json_decref(ids);
+    json_decref(jobs);
+    json_set_alloc_funcs(budget_malloc, free);
+    for (int budget = 0; budget <= 2; budget++) {
+        json_t *claimed = NULL;
+        storh_err err;
+        jansson_budget = budget;
+        int rc = queue_claim(q, 3, &claimed, &err);
+        jansson_budget = -1;
+        CHECK_INT(rc, STORH_ENOMEM);
+        CHECK(claimed == NULL);
+        CHECK_INT(count(q, "pending"), 3);
+        CHECK_INT(count(q, "processing"), 0);
+    }
+    json_set_alloc_funcs(malloc, free);
+    json_t *claimed = NULL;
+    CHECK_INT(queue_claim(q, 3, &claimed, NULL), 0);
+    CHECK_INT(json_array_size(claimed), 3);
+    json_decref(claimed);
+    queue_close(q);
+}
+
 static const test_case tests[] = {
     {"events_are_storh_bytes", events_are_storh_bytes},
     {"fifo_requeue_and_replay", fifo_requeue_and_replay},
@@ -458,6 +522,8 @@ static const test_case tests[] = {
     {"two_processes_never_claim_twice", two_processes_never_claim_twice},
     {"bad_input_changes_nothing", bad_input_changes_nothing},
     {"staged_batches_roll_forward", staged_batches_roll_forward},
+    {"claim_out_of_memory_claims_nothing", claim_out_of_memory_claims_nothing},
+    {"verify_reports_why_the_log_is_unreadable", verify_reports_why_the_log_is_unreadable},
 };
 
 TMPDIR_TEST_MAIN(root, tests)

@@ -1,6 +1,9 @@
 #include <math.h>
 
+#include <stdint.h>
+
 #include "../test.h"
+#include "docindex.h"
 #include "sjson.h"
 
 static char *enc(const char *json, unsigned flags)
@@ -39,6 +42,58 @@ TEST(floats_as_php_writes_them)
     CHECK_STR(dbl(-0.0), "-0.0");
     CHECK_STR(dbl(5e-324), "5.0e-324");
     CHECK_STR(dbl(123.456), "123.456");
+}
+
+static const char *g17(double v)
+{
+    static char out[32];
+    sjson_format_g17(v, out);
+    return out;
+}
+
+/* The expectations are PHP 8.2's sprintf('%.17G', v). */
+TEST(g17_as_php_sprintf_writes_it)
+{
+    CHECK_STR(g17(0.1), "0.10000000000000001");
+    CHECK_STR(g17(1e17), "1.0E+17");
+    CHECK_STR(g17(1e16), "10000000000000000");
+    CHECK_STR(g17(1.5), "1.5");
+    CHECK_STR(g17(0.0001), "0.0001");
+    CHECK_STR(g17(0.00001), "1.0000000000000001E-5");
+    CHECK_STR(g17(-0.0), "-0");
+    CHECK_STR(g17(0.0), "0");
+    CHECK_STR(g17(123456789012345678.0), "1.2345678901234568E+17");
+    CHECK_STR(g17(1.0 / 3), "0.33333333333333331");
+    CHECK_STR(g17(-2.5e-300), "-2.5E-300");
+    CHECK_STR(g17(1.7976931348623157e308), "1.7976931348623157E+308");
+    CHECK_STR(g17(5e-324), "4.9406564584124654E-324");
+}
+
+/* docindex keeps its own copy of the %.17G printer until it calls this one:
+ * both must agree on every finite double, or index keys would change. */
+TEST(g17_agrees_with_the_docindex_key_printer)
+{
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    int mismatches = 0;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double v;
+        uint64_t bits = x;
+        if (i % 2) /* also short decimals, not only random bit patterns */
+            v = (double)(int64_t)(x % 2000001) / 1000.0 * ((i % 3) ? 1 : 1e-9);
+        else
+            memcpy(&v, &bits, sizeof v);
+        if (!isfinite(v))
+            continue;
+        char a[40], b[32];
+        docindex_g17(v, a);
+        sjson_format_g17(v, b);
+        if (strcmp(a, b) != 0 && mismatches++ < 5)
+            fprintf(stderr, "  %.17g: docindex %s, sjson %s\n", v, a, b);
+    }
+    CHECK_INT(mismatches, 0);
 }
 
 TEST(strings_and_escapes)
@@ -158,6 +213,8 @@ TEST(big_integers_decode_as_floats)
 
 static const test_case tests[] = {
     {"floats_as_php_writes_them", floats_as_php_writes_them},
+    {"g17_as_php_sprintf_writes_it", g17_as_php_sprintf_writes_it},
+    {"g17_agrees_with_the_docindex_key_printer", g17_agrees_with_the_docindex_key_printer},
     {"strings_and_escapes", strings_and_escapes},
     {"php_list_map_duality", php_list_map_duality},
     {"pretty_style", pretty_style},

@@ -1,0 +1,92 @@
+/* queue_int: the private layout of a queue (struct queue, its in-memory
+ * job state) and the helpers its modules share: queue_state.c (the state
+ * machine, no files), queue.c (open, replay, operations) and queue_maint.c
+ * (verify, repair). Included only by those files. */
+#ifndef STORH_QUEUE_INT_H
+#define STORH_QUEUE_INT_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "fsx.h"
+#include "gcommit.h"
+#include "idmap.h"
+#include "queue.h"
+
+enum { JOB_GONE = 0, JOB_PENDING, JOB_PROCESSING, JOB_DONE };
+
+typedef struct job {
+    uint8_t state;
+    int64_t ts;      /* claim time (processing) or completion time (done) */
+    json_t *payload; /* owned; NULL once dropped */
+    uint64_t seq;    /* position of the latest enqueue/requeue */
+} job;
+
+typedef struct order_ent {
+    char id[UUID7_LEN];
+    uint64_t seq;
+} order_ent;
+
+typedef struct qstate {
+    idmap jobs;
+    order_ent *order; /* claim order; stale entries are skipped lazily */
+    size_t head, n, cap;
+    uint64_t seq;
+    size_t pending, processing, done;
+} qstate;
+
+typedef struct bad_ev {
+    uint64_t off, len;
+    long line;
+    char msg[96];
+} bad_ev;
+
+struct queue {
+    char dir[PATH_MAX];
+    char log[PATH_MAX];
+    pthread_mutex_t mu;
+    fsx_lock lock;
+    int fd;
+    uint64_t consumed; /* bytes of queue.log applied to st */
+    long lines;        /* whole lines consumed */
+    qstate st;
+    bad_ev *bad;
+    size_t nbad;
+    gcommit gc;
+};
+
+typedef struct event_fields {
+    const char *op;
+    char id[UUID7_LEN + 1];
+    int64_t ts; /* the replaying process's clock when the event has none */
+    bool done;
+    const json_t *payload; /* enqueue only; may be NULL */
+} event_fields;
+
+typedef int (*locked_fn)(queue *q, void *arg, buf *lines, storh_err *err);
+
+typedef struct age_arg {
+    int64_t secs;
+    size_t n;
+} age_arg;
+
+/* queue_state.c */
+int64_t queue__now_s(void);
+int queue__qstate_init(qstate *s);
+void queue__qstate_free(qstate *s);
+bool queue__apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap);
+
+/* queue.c */
+uint64_t queue__apply_bytes(queue *q, qstate *st, const char *b, uint64_t base, uint64_t len,
+                            long *lines, bool record_bad);
+int queue__replay(queue *q, storh_err *err);
+int queue__sync_log(queue *q, storh_err *err);
+int queue__with_lock(queue *q, locked_fn fn, void *arg, storh_err *err);
+int queue__do_requeue(queue *q, void *a, buf *lines, storh_err *err);
+json_t *queue__counts_of(const qstate *s);
+
+#endif

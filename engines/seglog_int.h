@@ -1,0 +1,127 @@
+/* seglog_int: the private layout of a seglog (struct seglog, its segments,
+ * the state index entries) and the helpers its modules share: seglog.c
+ * (open, replay, catch-up, append, get), seglog_manifest.c (the manifest and
+ * the roll), seglog_batch.c, seglog_iter.c, seglog_compact.c and
+ * seglog_maint.c. Included only by those files. */
+#ifndef STORH_SEGLOG_INT_H
+#define STORH_SEGLOG_INT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "fsx.h"
+#include "gcommit.h"
+#include "idmap.h"
+#include "seglog.h"
+
+#define NAME_CAP 64
+#define BATCH_CHUNK (1024 * 1024)
+#define PUT_PREFIX "{\"op\":\"put\",\"id\":\""
+#define PUT_PREFIX_LEN 18
+#define DEL_PREFIX "{\"op\":\"delete\",\"id\":\""
+#define DEL_PREFIX_LEN 21
+
+enum { OP_PUT = 1, OP_DELETE, OP_OTHER };
+
+typedef struct sparse_ent {
+    char id[UUID7_LEN];
+    uint64_t off;
+} sparse_ent;
+
+typedef struct seg {
+    char file[NAME_CAP], index[NAME_CAP];
+    char min[UUID7_LEN + 1], max[UUID7_LEN + 1];
+    bool has_minmax, ordered, compacted;
+    long long records;
+    uint64_t size;
+    sparse_ent *sp;
+    size_t nsp, capsp;
+} seg;
+
+typedef struct live {
+    uint32_t seg;
+    uint8_t deleted;
+    uint8_t other;
+    uint64_t off;
+} live;
+
+typedef struct bad_line {
+    uint32_t seg;
+    uint64_t off, len;
+} bad_line;
+
+struct seglog {
+    char dir[PATH_MAX];
+    seglog_opts o;
+    pthread_mutex_t mu;
+    fsx_lock lock;
+    char identity[32];
+    seg *segs; /* sealed in manifest order, then the active one last */
+    size_t nsegs;
+    long long next_segment;
+    int active_fd;
+    bool need_lf; /* the active segment ends with a valid line but no LF */
+    idmap state;
+    bad_line *bad;
+    size_t nbad;
+    struct stat manifest_st;
+    gcommit gc;
+    unsigned long tmp_seq;
+    /* equality counters, storh's count() fast path: field -> {SJSON(value)
+     * -> count}, built on the first count of a field, kept up to date by
+     * appends of new ids, and dropped (all of them) by a re-put or a delete */
+    json_t *counters;
+};
+
+#define COUNTER_MAX_VALUES 64
+
+/* What replay does with an invalid unterminated tail: a writer under the
+ * flock cuts it (a torn write) or keeps its bytes counted (appends go after
+ * it); a reader without the flock leaves it unread, since another process
+ * may still be writing that line. */
+enum { TORN_TRUNCATE, TORN_KEEP, TORN_LEAVE };
+
+/* seglog.c */
+seg *seglog__active(seglog *s);
+int seglog__seg_path(const seglog *s, const char *file, char *out, storh_err *err);
+bool seglog__safe_file_name(const char *f);
+void seglog__seg_reset_stats(seg *g);
+void seglog__segs_free(seglog *s);
+seg *seglog__segs_push(seglog *s, const char *file, const char *index);
+bool seglog__line_valid(const char *p, size_t n, int *op, char id[UUID7_LEN + 1]);
+void seglog__seg_note(seg *g, int interval, const char *id, uint64_t off);
+void seglog__apply(seglog *s, uint32_t si, uint64_t off, int op, const char *id, const char *line,
+                   size_t len);
+uint64_t seglog__scan_lines(seglog *s, uint32_t si, const char *b, uint64_t base, uint64_t len,
+                            bool *torn);
+int seglog__replay(seglog *s, int torn_mode, storh_err *err);
+int seglog__lock(seglog *s, storh_err *err);
+void seglog__unlock(seglog *s);
+int seglog__catch_up(seglog *s, storh_err *err);
+int seglog__refresh(seglog *s, storh_err *err);
+int seglog__append_lines(seglog *s, const char *lines, size_t len, gcommit_ticket *t,
+                         storh_err *err);
+int seglog__encode_put(buf *line, const char *id, const json_t *data, storh_err *err);
+int seglog__resolve_id(const char *id, char out[UUID7_LEN + 1], storh_err *err);
+int seglog__decode_put(const char *line, size_t len, const char *want_id, json_t **data,
+                       storh_err *err);
+
+/* seglog_manifest.c */
+int seglog__manifest_write(seglog *s, storh_err *err);
+int seglog__manifest_load(seglog *s, bool *exists, storh_err *err);
+bool seglog__manifest_changed(seglog *s);
+long long seglog__seg_number(const char *file);
+int seglog__touch(const char *path, storh_err *err);
+int seglog__open_active(seglog *s, storh_err *err);
+void seglog__remove_unreferenced(seglog *s);
+int seglog__write_sparse(seglog *s, seg *g, storh_err *err);
+void seglog__index_name_for(const char *file, char *out);
+int seglog__roll(seglog *s, storh_err *err);
+
+/* seglog_maint.c */
+void seglog__counters_note(seglog *s, int op, bool fresh, const char *line, size_t len);
+
+#endif

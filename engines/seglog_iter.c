@@ -1,0 +1,190 @@
+/* seglog_iter: streaming reads of a seglog's live records in log order,
+ * one segment in memory at a time, skipping segments outside the query's
+ * id window. */
+#include "seglog.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "fsx.h"
+#include "idmap.h"
+#include "seglog_int.h"
+
+/* ---------- streaming reads ---------- */
+
+typedef struct snap_seg {
+    char file[NAME_CAP];
+    uint64_t start;
+    bool skip, ordered;
+    char max[UUID7_LEN + 1];
+} snap_seg;
+
+typedef struct hit {
+    uint64_t off, len; /* into it->seg */
+    char id[UUID7_LEN + 1];
+} hit;
+
+struct seglog_iter {
+    seglog *s;
+    const recquery *q;
+    snap_seg *snap;
+    size_t nsnap, si;
+    buf seg;
+    hit *hits;
+    size_t nhits, caphits, hi;
+    size_t emitted;
+    char id[UUID7_LEN + 1];
+};
+
+int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err *err)
+{
+    seglog_iter *it = calloc(1, sizeof *it);
+    if (!it)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    it->s = s;
+    it->q = q;
+    const char *lower = NULL;
+    if (q && q->has_after)
+        lower = q->after;
+    if (q && q->has_from && (!lower || strcmp(q->min_id, lower) > 0))
+        lower = q->min_id;
+    pthread_mutex_lock(&s->mu);
+    int rc = seglog__refresh(s, err);
+    if (rc) {
+        pthread_mutex_unlock(&s->mu);
+        free(it);
+        return rc;
+    }
+    it->snap = calloc(s->nsegs, sizeof *it->snap);
+    if (it->snap) {
+        it->nsnap = s->nsegs;
+        for (size_t i = 0; i < s->nsegs; i++) {
+            seg *g = &s->segs[i];
+            snap_seg *n = &it->snap[i];
+            snprintf(n->file, sizeof n->file, "%s", g->file);
+            n->ordered = g->ordered;
+            memcpy(n->max, g->max, sizeof n->max);
+            if (g->has_minmax && q) {
+                n->skip = (q->has_after && strcmp(g->max, q->after) <= 0) ||
+                          (q->has_from && strcmp(g->max, q->min_id) < 0) ||
+                          (q->has_until && strcmp(g->min, q->max_id) > 0);
+            }
+            if (!n->skip && lower && g->ordered && g->nsp && strcmp(g->min, lower) < 0) {
+                for (size_t k = 0; k < g->nsp && memcmp(g->sp[k].id, lower, UUID7_LEN) <= 0; k++)
+                    n->start = g->sp[k].off;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!it->snap) {
+        free(it);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    *out = it;
+    return 0;
+}
+
+/* Loads the next segment and collects its live lines in the id window. */
+static int load_segment(seglog_iter *it, storh_err *err)
+{
+    seglog *s = it->s;
+    snap_seg *n = &it->snap[it->si++];
+    it->nhits = it->hi = 0;
+    if (n->skip)
+        return 0;
+    char path[PATH_MAX];
+    int rc = seglog__seg_path(s, n->file, path, err);
+    if (rc)
+        return rc;
+    buf_reset(&it->seg);
+    rc = fsx_read_all(path, &it->seg, err);
+    if (rc)
+        return storh_err_set(err, rc, "Could not open segment: %s", n->file);
+    const char *b = it->seg.data ? it->seg.data : "";
+    uint64_t len = it->seg.len, pos = n->start < len ? n->start : len;
+    const recquery *q = it->q;
+    pthread_mutex_lock(&s->mu);
+    /* the segment's index in the live state, by name (compaction may have
+     * renumbered the list since the snapshot) */
+    long si = -1;
+    for (size_t i = 0; i < s->nsegs; i++)
+        if (!strcmp(s->segs[i].file, n->file))
+            si = (long)i;
+    while (si >= 0 && pos < len) {
+        const char *nl = memchr(b + pos, '\n', len - pos);
+        uint64_t end = nl ? (uint64_t)(nl - b) : len;
+        int op;
+        char id[UUID7_LEN + 1];
+        if (seglog__line_valid(b + pos, end - pos, &op, id)) {
+            if (n->ordered && q && q->has_until && strcmp(id, q->max_id) > 0)
+                break;
+            live *v = idmap_get(&s->state, id);
+            if (v && !v->deleted && v->seg == (uint32_t)si && v->off == pos && op != OP_DELETE &&
+                (!q || recquery_match_id(q, id, UUID7_LEN))) {
+                if (it->nhits == it->caphits) {
+                    size_t cap = it->caphits ? it->caphits * 2 : 256;
+                    hit *h = realloc(it->hits, cap * sizeof *h);
+                    if (!h) {
+                        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+                        break;
+                    }
+                    it->hits = h;
+                    it->caphits = cap;
+                }
+                hit *h = &it->hits[it->nhits++];
+                h->off = pos;
+                h->len = end - pos;
+                memcpy(h->id, id, sizeof h->id);
+            }
+        }
+        pos = nl ? end + 1 : len;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int seglog_iter_next(seglog_iter *it, const char **id, json_t **data, storh_err *err)
+{
+    for (;;) {
+        if (it->q && it->q->limit && it->emitted >= it->q->limit)
+            return 0;
+        if (it->hi < it->nhits) {
+            hit *h = &it->hits[it->hi++];
+            json_t *d;
+            storh_err derr;
+            int rc = seglog__decode_put(it->seg.data + h->off, h->len, h->id, &d, &derr);
+            if (rc)
+                return storh_err_set(err, rc, "Bad record at %s:%llu: %s",
+                                     it->snap[it->si - 1].file, (unsigned long long)h->off,
+                                     derr.msg);
+            if (it->q && !recquery_match_data(it->q, d)) {
+                json_decref(d);
+                continue;
+            }
+            memcpy(it->id, h->id, sizeof it->id);
+            it->emitted++;
+            *id = it->id;
+            *data = d;
+            return 1;
+        }
+        if (it->si >= it->nsnap)
+            return 0;
+        int rc = load_segment(it, err);
+        if (rc)
+            return rc;
+    }
+}
+
+void seglog_iter_close(seglog_iter *it)
+{
+    if (!it)
+        return;
+    free(it->snap);
+    free(it->hits);
+    buf_free(&it->seg);
+    free(it);
+}
