@@ -30,6 +30,8 @@ struct pf_node {
     bool dir, clean;
     ino_t ino;           /* 0 once its last link went */
     bool dirty;          /* file: bytes [lo, hi) changed since the last sync */
+    bool held;           /* file: its last link went; the inode is kept in the shadow */
+    bool unborn;         /* directory: the operation that made it is not durable yet */
     off_t lo, hi, dsize; /* dsize: durable size, the bytes in the shadow file */
     pf_ents ents;        /* directory: durable entries (unless clean) */
     unsigned long snap;  /* directory: ops up to this seq are in ents */
@@ -37,6 +39,7 @@ struct pf_node {
     /* during a cut */
     pf_ents target;
     bool tdone, built;
+    bool lost; /* directory: the cut drops the operation that made it */
     char *livepath, *outpath;
 };
 
@@ -83,6 +86,27 @@ static void bpath(char out[PATH_MAX], const char *rel)
 static void spath(char out[PATH_MAX], const pf_node *n)
 {
     snprintf(out, PATH_MAX, "%s/%lu", shadow, n->id);
+}
+
+/* The shadow's link to the inode of a file whose last link went. */
+static void hpath(char out[PATH_MAX], const pf_node *n)
+{
+    snprintf(out, PATH_MAX, "%s/%lu.ino", shadow, n->id);
+}
+
+/* Forgets a node's copies in the shadow. */
+static void drop_copies(pf_node *n)
+{
+    char p[PATH_MAX];
+    if (!n->dir && !n->clean) {
+        spath(p, n);
+        unlink(p);
+    }
+    if (n->held) {
+        hpath(p, n);
+        unlink(p);
+        n->held = false;
+    }
 }
 
 static void ents_add(pf_ents *e, const char *name, pf_node *n)
@@ -168,7 +192,9 @@ pf_node *pf_lookup(ino_t ino, bool dir)
 
 pf_node *pf_created(ino_t ino, bool dir)
 {
-    return node_new(ino, dir, false);
+    pf_node *n = node_new(ino, dir, false);
+    n->unborn = dir;
+    return n;
 }
 
 static int copy_range(int from, int to, off_t lo, off_t hi)
@@ -297,7 +323,20 @@ int pf_before_dirop(pf_node *dir, const char *path)
 
 int pf_before_death(pf_node *n, const char *path)
 {
-    return n->dir ? pf_before_dirop(n, path) : materialize(n, -1, path);
+    if (n->dir)
+        return pf_before_dirop(n, path);
+    int rc = materialize(n, -1, path);
+    if (rc || n->held)
+        return rc;
+    /* a cut that brings the name back brings this inode back, as a real
+     * disk does (the shadow is on the backing filesystem) */
+    char p[PATH_MAX], h[PATH_MAX];
+    bpath(p, path);
+    hpath(h, n);
+    if (link(p, h) != 0)
+        return -errno;
+    n->held = true;
+    return 0;
 }
 
 void pf_died(pf_node *n)
@@ -317,13 +356,19 @@ void pf_dirop(pf_node *sdir, const char *sname, pf_node *ddir, const char *dname
     stats.dirops++;
 }
 
-/* Drops the operations every directory they touch has made durable since. */
+/* Drops the operations every directory they touch has made durable since,
+ * unless made in a directory whose own making is not durable yet (a cut
+ * that drops it must undo them too). In order: a directory is made before
+ * anything is made in it. */
 static void prune_ops(void)
 {
     size_t k = 0;
     for (size_t i = 0; i < nops; i++) {
         pf_op *o = &ops[i];
-        bool live = (o->sdir && o->seq > o->sdir->snap) || (o->ddir && o->seq > o->ddir->snap);
+        bool live = (o->sdir && o->seq > o->sdir->snap) ||
+                    (o->ddir && (o->seq > o->ddir->snap || o->ddir->unborn));
+        if (!live && !o->sname && o->node->dir)
+            o->node->unborn = false;
         if (live) {
             ops[k++] = *o;
         } else {
@@ -356,17 +401,14 @@ static void ops_clear(void)
 
 void pf_syncfs(void)
 {
-    char p[PATH_MAX];
     stats.syncfs++;
     for (size_t i = 0; i < nnodes; i++) {
         pf_node *n = nodes[i];
-        if (!n->dir && !n->clean) {
-            spath(p, n);
-            unlink(p);
-        }
+        drop_copies(n);
         ents_clear(&n->ents);
         n->clean = true;
         n->dirty = false;
+        n->unborn = false;
         n->snap = seq;
     }
     ops_clear();
@@ -422,6 +464,7 @@ static pf_ents *target_of(pf_node *d)
     return &d->target;
 }
 
+/* Applies the kept parts of o to the targets of its directories. */
 static void replay(pf_op *o)
 {
     if (o->sdir && o->sname && o->seq > o->sdir->snap) {
@@ -436,6 +479,46 @@ static void replay(pf_op *o)
             x->node = o->node;
         else
             ents_add(t, o->dname, o->node);
+    }
+}
+
+/* Decides what the cut leaves of o (operations in the order they were
+ * made; random: a coin keeps or drops each). A rename is atomic on a real
+ * disk: the file ends under exactly one of its two names, so one the cut
+ * does not keep (not durable in its destination, not chosen, or into a
+ * directory whose own making the cut drops) leaves the old name, even where
+ * the source directory's fsync made the removal durable. An operation into
+ * a directory whose making the cut drops is dropped with it, even where
+ * that directory's own fsync made it durable: what was renamed into it
+ * stays under its old name rather than vanish with it. */
+static void settle(pf_op *o, bool random)
+{
+    bool chosen = random && coin();
+    if (!o->ddir) { /* unlink, rmdir */
+        if (chosen)
+            replay(o);
+        return;
+    }
+    if (!o->ddir->lost && (o->seq <= o->ddir->snap || chosen)) {
+        if (chosen)
+            replay(o);
+        if (o->node->dir)
+            o->node->lost = false;
+        return;
+    }
+    if (!o->sname) { /* a create or mkdir the cut drops */
+        o->node->lost = o->node->dir;
+        return;
+    }
+    if (o->seq <= o->sdir->snap) { /* the removal was durable: undone */
+        pf_ents *t = target_of(o->sdir);
+        if (!ents_find(t, o->sname))
+            ents_add(t, o->sname, o->node);
+    }
+    if (o->seq <= o->ddir->snap) { /* durable into a lost directory */
+        pf_ent *x = ents_find(target_of(o->ddir), o->dname);
+        if (x && x->node == o->node)
+            ents_remove(&o->ddir->target, x);
     }
 }
 
@@ -500,6 +583,26 @@ done:
     return rc;
 }
 
+/* A file whose bytes are all durable keeps its inode: linked into the new
+ * tree, not rebuilt, so its inode number and mtime are what a real disk
+ * keeps (storhd's recovery compares them). That holds for a file whose
+ * last link went too (an unlink or a replacing rename the cut undoes): its
+ * inode was kept in the shadow. True once linked. */
+static bool keep_file(const pf_node *n, const char *out)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    if ((!n->livepath && !n->held) || (!n->clean && n->dirty))
+        return false;
+    if (n->livepath)
+        bpath(p, n->livepath);
+    else
+        hpath(p, n);
+    if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode) || (!n->clean && st.st_size != n->dsize))
+        return false;
+    return link(p, out) == 0;
+}
+
 static int build_dir(pf_node *d, const char *out, bool random)
 {
     pf_ents *t = target_of(d);
@@ -518,7 +621,7 @@ static int build_dir(pf_node *d, const char *out, bool random)
         } else if (n->outpath) {
             rc = link(n->outpath, p) == 0 ? 0 : -errno;
         } else {
-            rc = build_file(n, p, random);
+            rc = keep_file(n, p) ? 0 : build_file(n, p, random);
             n->outpath = strdup(p);
             stats.cut_files++;
         }
@@ -547,12 +650,8 @@ static void free_node(pf_node *n)
 /* After a cut: the backing directory as it is now is the durable state. */
 static void reset(void)
 {
-    char p[PATH_MAX];
     for (size_t i = 0; i < nnodes; i++) {
-        if (!nodes[i]->dir && !nodes[i]->clean) {
-            spath(p, nodes[i]);
-            unlink(p);
-        }
+        drop_copies(nodes[i]);
         free_node(nodes[i]);
     }
     nnodes = 0;
@@ -573,10 +672,8 @@ int pf_cut(unsigned long long seed)
     pf_node *root = pf_lookup(st.st_ino, true);
     root->livepath = strdup("");
     walk_live("", root);
-    if (seed)
-        for (size_t i = 0; i < nops; i++)
-            if (coin())
-                replay(&ops[i]);
+    for (size_t i = 0; i < nops; i++)
+        settle(&ops[i], seed != 0);
     snprintf(out, sizeof out, "%s.cut", backing);
     snprintf(old, sizeof old, "%s.old", backing);
     nftw(out, rm_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -11,7 +11,8 @@
  * CLEAN while its durable state is its live state (nothing changed since
  * the mount, the last cut or syncfs; a directory also right after its
  * fsync): it then holds no copy. Before its first change a file's bytes
- * are copied to the shadow directory, a directory's entries into memory. */
+ * are copied to the shadow directory, a directory's entries into memory;
+ * before its last link goes, a file's inode is linked into the shadow. */
 #ifndef STORHD_PFMODEL_H
 #define STORHD_PFMODEL_H
 
@@ -64,7 +65,12 @@ void pf_syncfs(void);
  * or with seed != 0 to a state where each directory operation since its
  * directory's last fsync is kept or dropped by a coin, and each changed
  * 4 KiB page of a file is new or old by a coin, its appended bytes kept
- * up to a page boundary. Nothing may be open for writing. */
+ * up to a page boundary. Neither leaves what no disk can: a rename the cut
+ * does not keep leaves the file under its old name (never under none), an
+ * operation into a directory whose making is dropped is dropped too, and
+ * a surviving file whose bytes are all durable keeps its inode and mtime
+ * (also one whose last link went, by an unlink or rename that is undone).
+ * Nothing may be open for writing. */
 int pf_cut(unsigned long long seed);
 
 #endif

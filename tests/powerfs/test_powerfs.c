@@ -122,6 +122,29 @@ TEST(fsynced_file_and_directory_survive)
     done();
 }
 
+/* A real disk keeps the inode (and the synced mtime) of a file whose entry
+ * survives; storhd's bulk recovery compares them. */
+TEST(durable_file_keeps_inode_and_mtime)
+{
+    mount_fresh();
+    put("a", "v1", true);
+    sync_dir(".");
+    char p[PATH_MAX];
+    struct stat before, after;
+    path(p, "a");
+    CHECK(stat(p, &before) == 0);
+    cut("cut strict");
+    CHECK(stat(p, &after) == 0);
+    CHECK(after.st_ino == before.st_ino);
+    CHECK(after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+          after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+    cut("cut strict"); /* a file untouched since the last cut, too */
+    CHECK(stat(p, &after) == 0);
+    CHECK(after.st_ino == before.st_ino);
+    CHECK_STR(get("a"), "v1");
+    done();
+}
+
 TEST(rename_without_directory_fsync_reverts)
 {
     mount_fresh();
@@ -277,14 +300,109 @@ TEST(randomized_cuts_leave_allowed_states)
     done();
 }
 
+/* A replacing rename the cut undoes brings back the old file itself, as a
+ * real disk does: same inode, same mtime (storhd's bulk recovery compares
+ * them to tell its own renames from another writer's). */
+TEST(undone_replace_keeps_old_inode_and_mtime)
+{
+    mount_fresh();
+    put("rec", "v1", true);
+    sync_dir(".");
+    char a[PATH_MAX], b[PATH_MAX];
+    struct stat before, after;
+    path(a, ".tmp");
+    path(b, "rec");
+    CHECK(stat(b, &before) == 0);
+    put(".tmp", "v2", true);
+    CHECK_INT(rename(a, b), 0);
+    cut("cut strict");
+    CHECK_STR(get("rec"), "v1");
+    CHECK(stat(b, &after) == 0);
+    CHECK(after.st_ino == before.st_ino);
+    CHECK(after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+          after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+    CHECK_INT(unlink(b), 0); /* an unlink the cut undoes, too */
+    cut("cut strict");
+    CHECK(stat(b, &after) == 0);
+    CHECK(after.st_ino == before.st_ino);
+    CHECK_STR(get("rec"), "v1");
+    done();
+}
+
+/* src/x renamed into dst, a directory made after the last sync: the
+ * rename is atomic, so a cut leaves x under exactly one of its names. */
+static void rename_into_new_dir(void)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    path(a, "src");
+    CHECK_INT(mkdir(a, 0755), 0);
+    put("src/x", "x", true);
+    sync_dir("src");
+    sync_dir(".");
+    path(a, "dst");
+    CHECK_INT(mkdir(a, 0755), 0);
+    path(a, "src/x");
+    path(b, "dst/x");
+    CHECK_INT(rename(a, b), 0);
+}
+
+/* Strict: the rename is durable in both of its directories, but dst's own
+ * entry is not: dst goes, and x is back in src (not lost with dst). */
+TEST(rename_into_dropped_directory_keeps_old_name)
+{
+    mount_fresh();
+    rename_into_new_dir();
+    sync_dir("src");
+    sync_dir("dst");
+    cut("cut strict");
+    CHECK(!exists("dst"));
+    CHECK_STR(get("src/x"), "x");
+    done();
+}
+
+/* Randomized: nothing synced after the rename; over the seeds dst is both
+ * kept and dropped, and x is always under exactly one name. */
+TEST(randomized_rename_into_new_directory_is_atomic)
+{
+    int dst_dropped = 0, moved = 0;
+    mount_fresh();
+    for (int seed = 1; seed <= 32; seed++) {
+        char p[PATH_MAX], cmd[32];
+        rename_into_new_dir();
+        snprintf(cmd, sizeof cmd, "cut %d", seed);
+        cut(cmd);
+        bool in_src = exists("src/x"), in_dst = exists("dst/x");
+        CHECK(in_src != in_dst);
+        CHECK_STR(get(in_src ? "src/x" : "dst/x"), "x");
+        dst_dropped += !exists("dst");
+        moved += in_dst;
+        path(p, in_src ? "src/x" : "dst/x");
+        CHECK_INT(unlink(p), 0);
+        path(p, "dst");
+        rmdir(p);
+        path(p, "src");
+        CHECK_INT(rmdir(p), 0);
+        sync_dir(".");
+    }
+    printf("randomized rename into a new directory: dst dropped %d, x moved %d of 32\n",
+           dst_dropped, moved);
+    CHECK(dst_dropped > 0 && moved > 0);
+    done();
+}
+
 static const test_case cases[] = {
     {"file_without_fsync_vanishes", file_without_fsync_vanishes},
     {"fsynced_file_and_directory_survive", fsynced_file_and_directory_survive},
+    {"durable_file_keeps_inode_and_mtime", durable_file_keeps_inode_and_mtime},
     {"rename_without_directory_fsync_reverts", rename_without_directory_fsync_reverts},
     {"unlink_without_directory_fsync_comes_back", unlink_without_directory_fsync_comes_back},
     {"directory_without_parent_fsync_vanishes", directory_without_parent_fsync_vanishes},
     {"syncfs_makes_everything_durable", syncfs_makes_everything_durable},
     {"randomized_cuts_leave_allowed_states", randomized_cuts_leave_allowed_states},
+    {"undone_replace_keeps_old_inode_and_mtime", undone_replace_keeps_old_inode_and_mtime},
+    {"rename_into_dropped_directory_keeps_old_name", rename_into_dropped_directory_keeps_old_name},
+    {"randomized_rename_into_new_directory_is_atomic",
+     randomized_rename_into_new_directory_is_atomic},
 };
 
 static int run_cases(int argc, char **argv);
