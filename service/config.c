@@ -77,6 +77,12 @@ static const opt_def opts[] = {
      "record cache entries per collection (default 100000)"},
     {"cache-bytes", "STORHD_CACHE_BYTES", OPT_SIZE, OFF(cache_bytes),
      "record cache bytes per collection (default 67108864)"},
+    {"max-open-engines", "STORHD_MAX_OPEN_ENGINES", OPT_INT, OFF(max_open_engines),
+     "logs, queues and collections open at once; idle ones are closed and reopened on use "
+     "(default: from the descriptor limit and the memory limit)"},
+    {"cache-bytes-total", "STORHD_CACHE_BYTES_TOTAL", OPT_SIZE, OFF(cache_bytes_total),
+     "record cache bytes over all collections (default: a quarter of the memory limit, the "
+     "cgroup's when there is one)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 

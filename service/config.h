@@ -39,6 +39,10 @@ typedef struct config {
     char *cache_validation; /* stat, hash, trust (record cache hits) */
     int cache_entries;      /* per collection; 0 turns the cache off */
     size_t cache_bytes;     /* per collection */
+    /* engines open at once; 0: derived from the descriptor limit (budget) */
+    int max_open_engines;
+    /* record cache bytes over all collections; 0: from the memory limit */
+    size_t cache_bytes_total;
 } config;
 
 /* Fills cfg from argv and the environment. Returns 0 to run, 1 when --help

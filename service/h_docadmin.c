@@ -50,7 +50,7 @@ int h_logs_query(http_req *req)
         return http_reply_error(req, 500, "%s", msg);
     seglog *s;
     storh_err err;
-    if (registry_seglog(svc->reg, name, &o, false, &s, &err))
+    if (registry_seglog(svc->reg, http_engines(req), name, &o, false, &s, &err))
         return http_reply_storh(req, &err);
     query q;
     if (!body_query(req, &q))

@@ -1,6 +1,7 @@
 #include "h_logs.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ static seglog *log_for(http_req *req, int64_t ts_ms, bool create)
     o.partition_ts_ms = ts_ms;
     seglog *s = NULL;
     storh_err err;
-    if (registry_seglog(svc->reg, name, &o, create, &s, &err)) {
+    if (registry_seglog(svc->reg, http_engines(req), name, &o, create, &s, &err)) {
         http_reply_storh(req, &err);
         return NULL;
     }
@@ -178,6 +179,11 @@ static int open_partitions(http_req *req, list_state *s, const seglog_opts *o)
     if (fsx_pathf(dir, NULL, "%s/%s/partitions", svc->cfg.root, name))
         return http_reply_error(req, 400, "Path too long.");
     DIR *d = opendir(dir);
+    if (!d && errno != ENOENT && errno != ENOTDIR) {
+        storh_err err;
+        storh_err_sys(&err, errno, "Could not list the partitions of %s", name);
+        return http_reply_storh(req, &err);
+    }
     if (!d)
         return http_reply_error(req, 404, "No such log: %s", name);
     char **names = NULL;
@@ -207,8 +213,15 @@ static int open_partitions(http_req *req, list_state *s, const seglog_opts *o)
         seglog_opts po = *o;
         po.partition_ts_ms = (int64_t)timegm(&tm) * 1000;
         seglog *lg;
-        if (registry_seglog(svc->reg, name, &po, false, &lg, NULL) == 0)
+        storh_err err;
+        int rc = registry_seglog(svc->reg, http_engines(req), name, &po, false, &lg, &err);
+        if (rc == 0) {
             s->logs[s->nlogs++] = lg;
+        } else if (rc != STORH_ENOTFOUND) { /* a partition left out would be a silent gap */
+            http_reply_storh(req, &err);
+            free(s->logs);
+            s->logs = NULL;
+        }
     }
     for (size_t i = 0; i < n; i++)
         free(names[i]);

@@ -41,16 +41,18 @@ static mirror *mirror_for(http_req *req)
     return NULL;
 }
 
-static int source_for(service *svc, const mirror_coll *c, mirror_source *src, storh_err *err)
+/* The engine is held by h until registry_release. */
+static int source_for(service *svc, registry_holder *h, const mirror_coll *c, mirror_source *src,
+                      storh_err *err)
 {
     memset(src, 0, sizeof *src);
     if (!c->is_log)
-        return registry_docstore(svc->reg, c->name, &src->ds, err);
+        return registry_docstore(svc->reg, h, c->name, &src->ds, err);
     seglog_opts o;
     char msg[160];
     if (config_log_opts(&svc->cfg, c->name, &o, msg, sizeof msg))
         return storh_err_set(err, STORH_EINVAL, "%s", msg);
-    return registry_seglog(svc->reg, c->name, &o, true, &src->log, err);
+    return registry_seglog(svc->reg, h, c->name, &o, true, &src->log, err);
 }
 
 /* The collections a call covers: ?collection=NAME, or every one of the
@@ -115,7 +117,12 @@ static int each_collection(http_req *req, coll_op op, json_t *acc)
         json_decref(declared);
         const mirror_coll *c = mirror_find(m, name, is_log, &err);
         mirror_source src;
-        if (!c || source_for(svc, c, &src, &err) || op(m, c, &src, acc, &err)) {
+        /* one collection held at a time: a push over every collection must
+         * not need room for all of them */
+        registry_holder h = {0};
+        bool failed = !c || source_for(svc, &h, c, &src, &err) || op(m, c, &src, acc, &err);
+        registry_release(svc->reg, &h);
+        if (failed) {
             http_reply_storh(req, &err);
             rc = -1;
             break;
@@ -230,7 +237,8 @@ static int flush_work(http_req *req)
     if (!m) {
     } else if (!name || !route_valid_name(name)) {
         http_reply_error(req, 400, "Body: collection must be a collection name.");
-    } else if (!(c = mirror_find(m, name, false, &err)) || source_for(svc, c, &src, &err) ||
+    } else if (!(c = mirror_find(m, name, false, &err)) ||
+               source_for(svc, http_engines(req), c, &src, &err) ||
                mirror_flush(m, c, &src, json_object_get(body, "ids"), &out, &err)) {
         http_reply_storh(req, &err);
     } else {
@@ -271,7 +279,11 @@ static void push_all(service *svc, mirror *m)
         json_decref(declared);
         const mirror_coll *c = mirror_find(m, json_string_value(v), is_log, &err);
         mirror_source src;
-        if (!c || source_for(svc, c, &src, &err) || mirror_push(m, c, &src, acc, &err))
+        registry_holder h = {0};
+        bool failed =
+            !c || source_for(svc, &h, c, &src, &err) || mirror_push(m, c, &src, acc, &err);
+        registry_release(svc->reg, &h);
+        if (failed)
             accesslog_event("background push failed",
                             json_pack("{ssssss}", "mirror", m->name, "collection",
                                       json_string_value(v), "error", err.msg));

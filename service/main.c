@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "accesslog.h"
+#include "budget.h"
 #include "fsx.h"
 #include "auth.h"
 #include "rpc.h"
@@ -38,6 +39,7 @@ static void render_engines(buf *out, void *ctx)
     service *svc = ctx;
     registry_each_queue(svc->reg, queue_depth, out);
     h_mirror_metrics(svc, out);
+    budget_render_metrics(out, &svc->budget, svc->reg);
     if (svc->auth)
         auth_metrics(svc->auth, out);
     if (svc->rpc)
@@ -123,8 +125,12 @@ int main(int argc, char **argv)
         return 1;
     }
     svc.routes = routes_table(&svc.nroutes);
+    budget_init(&svc.cfg, svc.cfg.rpc_conninfo ? (size_t)svc.cfg.rpc_pool : 0,
+                svc.cfg.mirrors ? json_object_size(svc.cfg.mirrors) : 1, &svc.budget);
+    svc.cfg.max_conns = svc.budget.max_conns;
+    rcache_set_budget(svc.budget.cache_bytes_total);
     svc.reg = registry_new(svc.cfg.root, config_cache_mode(&svc.cfg), (size_t)svc.cfg.cache_entries,
-                           svc.cfg.cache_bytes);
+                           svc.cfg.cache_bytes, svc.budget.max_open_engines);
     svc.pool = workpool_new(svc.cfg.workers);
     if (!svc.reg || !svc.pool || metrics_init(svc.routes, svc.nroutes) != 0 ||
         longpoll_start() != 0) {
@@ -155,6 +161,12 @@ int main(int argc, char **argv)
                               svc.auth   ? "RS256 JWT on /v1 and /rpc"
                               : loopback ? "none: no JWT key configured, serving on loopback only"
                                          : "none: --insecure-no-auth"));
+    accesslog_event("budget", json_pack("{sIsIsIsIsssI}", "fd_limit", (json_int_t)svc.budget.nofile,
+                                        "max_conns", (json_int_t)svc.budget.max_conns,
+                                        "max_open_engines", (json_int_t)svc.budget.max_open_engines,
+                                        "memory_limit", (json_int_t)svc.budget.memory_limit,
+                                        "memory_from", svc.budget.memory_from, "cache_bytes_total",
+                                        (json_int_t)svc.budget.cache_bytes_total));
     int sig = 0;
     sigwait(&set, &sig);
     accesslog_event("stopping", json_pack("{si}", "signal", sig));
