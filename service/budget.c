@@ -117,6 +117,7 @@ void budget_init(const config *cfg, size_t nrpc, size_t nmirrors, budget *b)
         engines = b->memory_limit / 8 / ENGINE_MEM;
     if (engines < MIN_ENGINES)
         engines = MIN_ENGINES;
+    b->fd_safe_engines = engine_fds / FDS_PER_ENGINE;
     b->max_open_engines = cfg->max_open_engines > 0 ? (size_t)cfg->max_open_engines : engines;
     b->cache_bytes_total =
         cfg->cache_bytes_total ? cfg->cache_bytes_total : (size_t)(b->memory_limit / 4);

@@ -21,6 +21,7 @@ typedef struct budget {
     uint64_t fds_reserved;    /* for everything but connections and engines */
     unsigned max_conns;       /* connections admitted: the config's, lowered to fit */
     size_t max_open_engines;  /* --max-open-engines, or what fits */
+    size_t fd_safe_engines;   /* what fits the descriptors */
     uint64_t memory_limit;    /* bytes the process may use */
     const char *memory_from;  /* "cgroup v2", "cgroup v1", "RLIMIT_AS" or "RAM" */
     size_t cache_bytes_total; /* --cache-bytes-total, or a quarter of memory_limit */

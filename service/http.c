@@ -213,11 +213,14 @@ static int reply_errorv(http_req *req, int status, const char *fmt, va_list ap)
     return rc;
 }
 
-/* Out of descriptors, memory or engine room: /readyz says so for a while. */
-static void note_limit(const storh_err *err)
+/* Out of descriptors, memory or engine room: /readyz says so for a while,
+ * and idle engines give their descriptors back for the retry. */
+static void note_limit(http_req *req, const storh_err *err)
 {
     if (err->code == STORH_ELIMIT || err->code == STORH_ENOMEM)
         budget_note_exhausted(err->msg);
+    if (err->code == STORH_ELIMIT)
+        registry_shed_idle(req->svc->reg);
 }
 
 int http_reply_error(http_req *req, int status, const char *fmt, ...)
@@ -239,7 +242,7 @@ int http_reply_bulk(http_req *req, int rc, size_t written, size_t staged, const 
 
 int http_reply_storh(http_req *req, const storh_err *err)
 {
-    note_limit(err);
+    note_limit(req, err);
     return http_reply_error(req, apierr_status(err->code), "%s", err->msg);
 }
 
@@ -258,7 +261,7 @@ int http_fail(http_req *req, int status, const char *fmt, ...)
 
 int http_fail_storh(http_req *req, const storh_err *err)
 {
-    note_limit(err);
+    note_limit(req, err);
     return http_fail(req, apierr_status(err->code), "%s", err->msg);
 }
 

@@ -131,6 +131,8 @@ int main(int argc, char **argv)
     rcache_set_budget(svc.budget.cache_bytes_total);
     svc.reg = registry_new(svc.cfg.root, config_cache_mode(&svc.cfg), (size_t)svc.cfg.cache_entries,
                            svc.cfg.cache_bytes, svc.budget.max_open_engines);
+    if (svc.reg)
+        registry_set_fd_safe(svc.reg, svc.budget.fd_safe_engines);
     svc.pool = workpool_new(svc.cfg.workers);
     if (!svc.reg || !svc.pool || metrics_init(svc.routes, svc.nroutes) != 0 ||
         longpoll_start() != 0) {

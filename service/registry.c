@@ -7,15 +7,19 @@
  * the idle list and the counts; opens and closes run outside it. */
 #include "registry.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xxhash.h"
 
 #define REGISTRY_BUCKETS 4096
+#define REGISTRY_MIN_OPEN 4     /* the budget never learns its way below this */
+#define HEADROOM_FDS 16         /* kept free for streams, accept() and writes past fd_safe */
 #define EVICTED_BITS (1u << 20) /* hashed keys of closed engines, to count reopens */
 
 typedef struct registry_entry entry;
@@ -36,6 +40,8 @@ struct registry {
     char *root;
     int cache_mode;
     size_t cache_entries, cache_bytes, max_open;
+    size_t fd_safe; /* open engines the descriptor budget plans for */
+    int probe_fd;   /* duplicated to test for free descriptors */
     pthread_mutex_t mu;
     pthread_cond_t opened; /* an entry left OPENING */
     entry *buckets[REGISTRY_BUCKETS];
@@ -59,6 +65,8 @@ registry *registry_new(const char *root, int cache_mode, size_t cache_entries, s
     r->cache_entries = cache_entries;
     r->cache_bytes = cache_bytes;
     r->max_open = max_open ? max_open : 1;
+    r->fd_safe = SIZE_MAX;
+    r->probe_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->opened, NULL);
     return r;
@@ -95,6 +103,8 @@ void registry_free(registry *r)
             e = next;
         }
     }
+    if (r->probe_fd >= 0)
+        close(r->probe_fd);
     pthread_cond_destroy(&r->opened);
     pthread_mutex_destroy(&r->mu);
     free(r->evicted);
@@ -163,24 +173,78 @@ static void drop_ref(registry *r, entry *e)
         idle_push(r, e);
 }
 
-/* Room for one more engine: closes idle ones, oldest first, onto *victims
- * (closed by the caller outside mu). */
+/* Takes the least recently used idle engine out, onto *victims (closed by
+ * the caller outside mu). */
+static bool evict_oldest(registry *r, entry **victims)
+{
+    entry *v = r->idle_oldest;
+    if (!v)
+        return false;
+    idle_unlink(r, v);
+    table_unlink(r, v);
+    r->n_open--;
+    r->open_kind[v->kind]--;
+    r->evictions++;
+    r->evicted[(v->hash % EVICTED_BITS) / 8] |= (unsigned char)(1u << (v->hash % 8));
+    v->next = *victims;
+    *victims = v;
+    return true;
+}
+
+/* Room for one more engine: idle ones out, oldest first. */
 static bool make_room(registry *r, entry **victims)
 {
-    while (r->n_open >= r->max_open) {
-        entry *v = r->idle_oldest;
-        if (!v)
+    while (r->n_open >= r->max_open)
+        if (!evict_oldest(r, victims))
             return false;
-        idle_unlink(r, v);
-        table_unlink(r, v);
-        r->n_open--;
-        r->open_kind[v->kind]--;
-        r->evictions++;
-        r->evicted[(v->hash % EVICTED_BITS) / 8] |= (unsigned char)(1u << (v->hash % 8));
-        v->next = *victims;
-        *victims = v;
-    }
     return true;
+}
+
+static void close_victims(entry *v)
+{
+    while (v) {
+        entry *next = v->next;
+        entry_free(v);
+        v = next;
+    }
+}
+
+/* Out of descriptors within the budget (a limit lower than planned, or
+ * --max-open-engines set above what descriptors allow): closes a share of
+ * the idle engines and lowers the budget to what is left open, so that
+ * engines stop taking what connections and streams need. */
+void registry_shed_idle(registry *r)
+{
+    entry *victims = NULL;
+    pthread_mutex_lock(&r->mu);
+    size_t n = r->n_idle / 4 > 8 ? r->n_idle / 4 : 8;
+    while (n-- && evict_oldest(r, &victims))
+        ;
+    if (r->n_open < r->max_open)
+        r->max_open = r->n_open > REGISTRY_MIN_OPEN ? r->n_open : REGISTRY_MIN_OPEN;
+    pthread_mutex_unlock(&r->mu);
+    close_victims(victims);
+}
+
+/* Whether HEADROOM_FDS descriptors are still free. */
+static bool fd_headroom(registry *r)
+{
+    if (r->probe_fd < 0)
+        return true;
+    int fds[HEADROOM_FDS], n = 0;
+    while (n < HEADROOM_FDS && (fds[n] = fcntl(r->probe_fd, F_DUPFD_CLOEXEC, 0)) >= 0)
+        n++;
+    bool ok = n == HEADROOM_FDS;
+    while (n > 0)
+        close(fds[--n]);
+    return ok;
+}
+
+void registry_set_fd_safe(registry *r, size_t engines)
+{
+    pthread_mutex_lock(&r->mu);
+    r->fd_safe = engines;
+    pthread_mutex_unlock(&r->mu);
 }
 
 /* ---- holders ---- */
@@ -228,15 +292,6 @@ void registry_release(registry *r, registry_holder *h)
 
 typedef int (*open_fn)(registry *r, const char *name, const void *opts, bool create, void **h,
                        storh_err *err);
-
-static void close_victims(entry *v)
-{
-    while (v) {
-        entry *next = v->next;
-        entry_free(v);
-        v = next;
-    }
-}
 
 /* The open engine of key, held by h: found, waited for, or opened here. */
 static int get(registry *r, registry_holder *h, int kind, const char *key, const char *name,
@@ -297,11 +352,18 @@ static int get(registry *r, registry_holder *h, int kind, const char *key, const
     r->buckets[hash % REGISTRY_BUCKETS] = e;
     r->n_open++;
     r->open_kind[kind]++;
+    bool beyond_plan = r->n_open > r->fd_safe;
     pthread_mutex_unlock(&r->mu);
 
     close_victims(victims); /* their descriptors go before ours are opened */
+    if (beyond_plan && !fd_headroom(r))
+        registry_shed_idle(r);
     void *handle = NULL;
     int rc = open(r, name, opts, create, &handle, err);
+    if (rc == STORH_ELIMIT) {
+        registry_shed_idle(r);
+        rc = open(r, name, opts, create, &handle, err);
+    }
 
     pthread_mutex_lock(&r->mu);
     if (rc) {

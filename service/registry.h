@@ -53,6 +53,14 @@ int registry_seglog(registry *r, registry_holder *h, const char *name, const seg
                     bool create, seglog **out, storh_err *err);
 int registry_queue(registry *r, registry_holder *h, const char *name, bool create, queue **out,
                    storh_err *err);
+/* Out of descriptors: closes a share of the idle engines (a quarter, at
+ * least 8) so the next try finds some, and lowers max_open to the engines
+ * left open. */
+void registry_shed_idle(registry *r);
+/* Past this many open engines (what the descriptor budget planned for,
+ * exceeded only with --max-open-engines set higher), each open first checks
+ * that a few descriptors are still free and sheds idle engines if not. */
+void registry_set_fd_safe(registry *r, size_t engines);
 /* Lets go of everything h holds (h is then empty and reusable). */
 void registry_release(registry *r, registry_holder *h);
 /* Calls fn for every open queue (for the queue depth metrics). */
