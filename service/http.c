@@ -235,6 +235,8 @@ int http_reply_error(http_req *req, int status, const char *fmt, ...)
 int http_reply_bulk(http_req *req, int rc, size_t written, size_t staged, const storh_err *err)
 {
     if (rc)
+        note_limit(req, err);
+    if (rc)
         return http_reply_error(req, apierr_status(rc), "%s (%zu of %zu rows written)", err->msg,
                                 written, staged);
     return http_reply_owned(req, 200, json_pack("{sI}", "written", (json_int_t)written));
