@@ -10,7 +10,7 @@ static const struct {
 } by_code[] = {
     {STORH_EINVAL, 400},    {STORH_ENOTFOUND, 404}, {STORH_EIO, 500},    {STORH_ECORRUPT, 500},
     {STORH_ECONFLICT, 409}, {STORH_ENOSPC, 507},    {STORH_ENOMEM, 503}, {STORH_ESCHEMA, 422},
-    {STORH_ETOOBIG, 413},   {STORH_EUNAVAIL, 503},
+    {STORH_ETOOBIG, 413},   {STORH_EUNAVAIL, 503},  {STORH_ELIMIT, 503},
 };
 
 static const struct {
