@@ -98,7 +98,7 @@ int docstore_health(docstore *ds, json_t **out, storh_err *err)
 }
 
 /* Under the lock: rebuild every entry from the records on disk. */
-static int reindex_locked(docstore *ds, json_t **out, storh_err *err)
+int docstore_reindex_locked(docstore *ds, json_t **out, storh_err *err)
 {
     docindex_build *b;
     pthread_rwlock_wrlock(&ds->ixlock);
@@ -125,7 +125,7 @@ int docstore_reindex(docstore *ds, json_t **out, storh_err *err)
     int rc = docstore_lock(ds, &l, err);
     if (rc)
         return rc;
-    rc = reindex_locked(ds, out, err);
+    rc = docstore_reindex_locked(ds, out, err);
     docstore_unlock(ds, &l);
     return rc;
 }
@@ -174,7 +174,7 @@ int docstore_repair(docstore *ds, json_t **out, storh_err *err)
     }
     json_t *re = NULL;
     if (!rc)
-        rc = reindex_locked(ds, &re, err);
+        rc = docstore_reindex_locked(ds, &re, err);
     docstore_unlock(ds, &l);
     if (!rc)
         *out = json_pack("{sbsIso}", "ok", 1, "quarantined", (json_int_t)json_array_size(bad),
@@ -213,7 +213,7 @@ static int define_locked(docstore *ds, const idxdef *defs, size_t n, bool rebuil
     int rc = docindex_define(&ds->ix, defs, n, changed, err);
     pthread_rwlock_unlock(&ds->ixlock);
     if (!rc && *changed && rebuild)
-        rc = reindex_locked(ds, NULL, err);
+        rc = docstore_reindex_locked(ds, NULL, err);
     return rc;
 }
 

@@ -12,8 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "docjournal.h"
 #include "docstore_int.h"
 #include "estats.h"
+#include "fault.h"
 #include "fsx.h"
 #include "sjson.h"
 #include "writers.h"
@@ -36,8 +38,10 @@ struct docstore_stage {
     /* a single put's temp is written without fsync too: its group makes it
      * durable (docgroup.h) */
     bool grouped;
-    int sync_fd; /* a descriptor on the collection's filesystem, opened at the
-                    first row so syncfs reports every writeback error since */
+    int sync_fd;   /* a descriptor on the collection's filesystem, opened at the
+                      first row so syncfs reports every writeback error since */
+    docjournal *j; /* bulk: the stage its rows wait in, and its commit record */
+    bool keep;     /* committed but not finished: the next open finishes it */
 };
 
 typedef struct iter_entry {
@@ -75,6 +79,26 @@ static int load_schema(docstore *ds, storh_err *err)
     return rc;
 }
 
+/* Bulk writes a crash interrupted: committed ones are finished (and the
+ * indexes rebuilt, since their updates may be half done), the rest dropped. */
+static int recover_bulks(docstore *ds, storh_err *err)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    int rc = fsx_pathf(p, err, "%s/.storh/bulk", ds->dir);
+    if (rc || stat(p, &st) != 0)
+        return rc;
+    fsx_lock l;
+    if ((rc = docstore_lock(ds, &l, err)))
+        return rc;
+    bool rolled = false;
+    rc = docjournal_recover(ds->dir, &rolled, err);
+    if (!rc && rolled && docindex_active(&ds->ix))
+        rc = docstore_reindex_locked(ds, NULL, err);
+    docstore_unlock(ds, &l);
+    return rc;
+}
+
 int docstore_open(const char *root, const char *name, docstore **out, storh_err *err)
 {
     docstore *ds = calloc(1, sizeof *ds);
@@ -108,6 +132,8 @@ int docstore_open(const char *root, const char *name, docstore **out, storh_err 
         rc = docstore_reindex(ds, NULL, err);
     if (!rc && stat(ds->dir, &st) == 0)
         rc = writers_cleanup_on_open(ds->dir, err);
+    if (!rc)
+        rc = recover_bulks(ds, err);
     if (rc) {
         docstore_close(ds);
         return rc;
@@ -382,7 +408,13 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     docstore_record_path(ds, id, final);
     fsx_dirname(final, shard, sizeof shard);
     unsigned long seq = atomic_fetch_add(&ds->tmp_seq, 1) + 1;
-    int rc = fsx_pathf(tmp, err, "%s/.%s.%lu.tmp", shard, ds->identity, seq);
+    int rc = 0;
+    if (st->bulk && !st->j && (rc = docjournal_begin(ds->dir, ds->identity, seq, &st->j, err)))
+        return rc;
+    if (st->bulk)
+        rc = docjournal_row_path(st->j, st->n, id, tmp, err);
+    else
+        rc = fsx_pathf(tmp, err, "%s/.%s.%lu.tmp", shard, ds->identity, seq);
     if (!rc && st->bulk && st->sync_fd < 0 &&
         (st->sync_fd = open(ds->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         rc = storh_err_sys(err, errno, "Could not open %s", ds->dir);
@@ -392,6 +424,8 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
         /* most likely a shard dir not made yet (perhaps by a racing thread
          * right now): make it, then try once more */
         /* bulk: the commit's syncfs makes the new directory durable too */
+        if (st->bulk)
+            fsx_dirname(tmp, shard, sizeof shard); /* the stage's shard */
         if (fsx_mkdirs(shard, !st->bulk, NULL) == 0)
             rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk && !st->grouped, err);
     }
@@ -521,7 +555,7 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
 static void stage_free(docstore_stage *st, size_t from_row)
 {
     for (size_t i = 0; i < st->n; i++) {
-        if (i >= from_row)
+        if (i >= from_row && !st->keep)
             unlink(st->rows[i].tmp);
         free(st->rows[i].tmp);
         free(st->rows[i].final);
@@ -531,6 +565,10 @@ static void stage_free(docstore_stage *st, size_t from_row)
     buf_free(&st->enc);
     if (st->sync_fd >= 0)
         close(st->sync_fd);
+    if (st->keep)
+        docjournal_release(st->j);
+    else
+        docjournal_end(st->j);
     free(st);
 }
 
@@ -570,6 +608,24 @@ static int check_unique(docstore_stage *st, storh_err *err)
     return 0;
 }
 
+/* Under the lock, every staged row durable: the bulk's commit record. A
+ * failure after it leaves the stage for the next open to finish. */
+static int commit_record(docstore_stage *st, storh_err *err)
+{
+    const char **finals = malloc(2 * st->n * sizeof *finals);
+    if (!finals)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    const char **ids = finals + st->n;
+    for (size_t i = 0; i < st->n; i++) {
+        finals[i] = st->rows[i].final;
+        ids[i] = st->rows[i].id;
+    }
+    int rc = docjournal_commit(st->j, finals, ids, st->n, err);
+    free(finals);
+    st->keep = rc == 0;
+    return rc;
+}
+
 #define COMMIT_MAX_DIRS 258 /* 256 shards, plus room for odd layouts */
 
 /* Under the lock: unique checks, then for each row the rename and its
@@ -599,6 +655,8 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
     bool indexed = docindex_active(&ds->ix);
     if (indexed)
         rc = check_unique(st, err);
+    if (!rc && st->bulk) /* the commit point: from here the bulk is whole */
+        rc = commit_record(st, err);
     size_t ndirs = 0;
     for (size_t i = 0; !rc && i < st->n; i++) {
         stage_row *r = &st->rows[i];
@@ -607,11 +665,14 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
             break;
         if (i == 0 && existed0)
             *existed0 = access(r->final, F_OK) == 0;
-        if ((rc = fsx_rename(r->tmp, r->final, false, err))) {
+        if ((rc = st->bulk ? docjournal_rename(r->tmp, r->final, err)
+                           : fsx_rename(r->tmp, r->final, false, err))) {
             json_decref(old);
             break;
         }
         (*done)++;
+        if (st->bulk)
+            fault_point("docstore.bulk.renamed");
         if (ds->cache)
             rcache_forget(ds->cache, r->id);
         if (indexed)
@@ -640,6 +701,11 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
             if (frc && !rc)
                 rc = frc;
         }
+    }
+    if (st->bulk && st->keep && !rc) { /* durable: the commit record goes */
+        docjournal_end(st->j);
+        st->j = NULL;
+        st->keep = false;
     }
     docstore_unlock(ds, &l);
     free(dirs);

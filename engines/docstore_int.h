@@ -40,5 +40,8 @@ void docstore_unlock(docstore *ds, fsx_lock *l);
 int docstore_old_record(docstore *ds, const char *id, json_t **old, storh_err *err);
 /* Reads and decodes the record file of id without the cache. */
 int docstore_read_record(docstore *ds, const char *id, json_t **data, storh_err *err);
+/* Under the lock: rebuilds every index entry from the records on disk;
+ * *out (may be NULL) = {"fields","entries"}. */
+int docstore_reindex_locked(docstore *ds, json_t **out, storh_err *err);
 
 #endif

@@ -1,5 +1,6 @@
 #include "fault.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -7,7 +8,18 @@
 void fault_point(const char *name)
 {
     const char *want = getenv("STORH_FAULT");
-    if (want && strcmp(want, name) == 0)
+    if (!want)
+        return;
+    size_t n = strlen(name);
+    if (strncmp(want, name, n) != 0)
+        return;
+    if (want[n] == '\0')
+        _exit(86);
+    if (want[n] != '@')
+        return;
+    /* name@N: the Nth time this process reaches the point */
+    static atomic_long hits;
+    if (atomic_fetch_add(&hits, 1) + 1 == atol(want + n + 1))
         _exit(86);
 }
 

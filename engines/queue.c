@@ -13,10 +13,12 @@
 
 #include "buf.h"
 #include "estats.h"
+#include "fault.h"
 #include "frame.h"
 #include "fsx.h"
 #include "gcommit.h"
 #include "idmap.h"
+#include "qstage.h"
 #include "sjson.h"
 
 enum { JOB_GONE = 0, JOB_PENDING, JOB_PROCESSING, JOB_DONE };
@@ -416,6 +418,8 @@ int queue_open(const char *root, const char *name, bool create, queue **out, sto
         rc = storh_err_sys(err, errno, "Could not open log queue file.");
     if (!rc && fresh)
         rc = fsx_fsync_dir(q->dir, err);
+    if (!rc) /* batches a crash cut short are finished before replay */
+        rc = qstage_recover(q->dir, q->fd, err);
     if (!rc) {
         gcommit_init(&q->gc, &q->mu, q->fd, 0);
         gcommit_label(&q->gc, WSTATS_QUEUE, name);
@@ -453,8 +457,10 @@ void queue_close(queue *q)
 typedef int (*locked_fn)(queue *q, void *arg, buf *lines, storh_err *err);
 
 /* Runs fn under mu + flock after syncing from the log; fn appends event
- * lines to lines; they are written, applied and made durable. */
-static int with_lock(queue *q, locked_fn fn, void *arg, storh_err *err)
+ * lines to lines; they are written, applied and made durable. With staged,
+ * lines of more than one event go through a qstage first, so a crash
+ * leaves all of them or none. */
+static int with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, storh_err *err)
 {
     pthread_mutex_lock(&q->mu);
     int rc = fsx_lock_acquire(&q->lock, err);
@@ -471,6 +477,12 @@ static int with_lock(queue *q, locked_fn fn, void *arg, storh_err *err)
         rc = fn(q, arg, &lines, err);
     if (!rc && buf_failed(&lines))
         rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    char stage[PATH_MAX] = "";
+    if (!rc && staged && lines.len &&
+        memchr(lines.data, '\n', lines.len) != lines.data + lines.len - 1)
+        rc = qstage_write(q->dir, q->consumed, lines.data, lines.len, stage, err);
+    if (stage[0])
+        fault_point("queue.batch.staged");
     if (!rc && lines.len) {
         size_t done = 0;
         while (!rc && done < lines.len) {
@@ -483,11 +495,15 @@ static int with_lock(queue *q, locked_fn fn, void *arg, storh_err *err)
                  * takes no more writes (a reopen cuts it as a torn tail) */
                 if (ftruncate(q->fd, (off_t)q->consumed) != 0)
                     gcommit_poison(&q->gc, errno);
+                else if (stage[0]) /* cut away: nothing to finish on open */
+                    qstage_remove(stage);
                 rc = storh_err_sys(err, e, "Could not append to log queue file.");
                 break;
             }
             done += (size_t)w;
         }
+        if (stage[0])
+            fault_point("queue.batch.written");
         if (!rc) {
             apply_bytes(q, &q->st, lines.data, q->consumed, lines.len, &q->lines, true);
             q->consumed += lines.len;
@@ -497,9 +513,16 @@ static int with_lock(queue *q, locked_fn fn, void *arg, storh_err *err)
     fsx_lock_release(&q->lock);
     if (!rc && lines.len)
         rc = gcommit_wait(&q->gc, t, err);
+    if (!rc && stage[0]) /* durable in the log: the stage has done its work */
+        qstage_remove(stage);
     pthread_mutex_unlock(&q->mu);
     buf_free(&lines);
     return rc;
+}
+
+static int with_lock(queue *q, locked_fn fn, void *arg, storh_err *err)
+{
+    return with_lock_staged(q, fn, arg, false, err);
 }
 
 static void event(buf *lines, const char *op, const char *id, const char *extra, int64_t ts)
@@ -568,7 +591,7 @@ int queue_enqueue_many(queue *q, const json_t *jobs, json_t **ids, storh_err *er
     if (!json_is_array(jobs))
         return storh_err_set(err, STORH_EINVAL, "Jobs must be a JSON array.");
     enq_arg a = {jobs, json_array()};
-    int rc = a.ids ? with_lock(q, do_enqueue, &a, err)
+    int rc = a.ids ? with_lock_staged(q, do_enqueue, &a, true, err)
                    : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     if (rc) {
         json_decref(a.ids);

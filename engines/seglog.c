@@ -184,11 +184,11 @@ static bool line_valid(const char *p, size_t n, int *op, char id[UUID7_LEN + 1])
 
 static void counters_note(seglog *s, int op, bool created, const char *line, size_t len);
 
-static void apply(seglog *s, uint32_t si, uint64_t off, int op, const char *id, const char *line,
-                  size_t len)
+/* A line of id at off joins g's stats (min, max, ordered, records) and,
+ * every interval-th line, its sparse offsets. */
+static void seg_note(seg *g, int interval, const char *id, uint64_t off)
 {
-    seg *g = &s->segs[si];
-    if (g->records % s->o.sparse_interval == 0) {
+    if (g->records % interval == 0) {
         if (g->nsp == g->capsp) {
             size_t cap = g->capsp ? g->capsp * 2 : 16;
             sparse_ent *n = realloc(g->sp, cap * sizeof *n);
@@ -215,6 +215,12 @@ static void apply(seglog *s, uint32_t si, uint64_t off, int op, const char *id, 
             memcpy(g->max, id, UUID7_LEN + 1);
     }
     g->records++;
+}
+
+static void apply(seglog *s, uint32_t si, uint64_t off, int op, const char *id, const char *line,
+                  size_t len)
+{
+    seg_note(&s->segs[si], s->o.sparse_interval, id, off);
     bool created = false;
     live *v = idmap_put(&s->state, id, &created);
     if (s->counters)
@@ -474,8 +480,11 @@ static int open_active(seglog *s, storh_err *err)
 }
 
 /* compact-* outputs the manifest does not name are leftovers of a
- * compaction that crashed before its manifest swap. */
-static void remove_unreferenced_compacts(seglog *s)
+ * compaction that crashed before its manifest swap; seg-* files numbered
+ * from nextSegment on that it does not name are bulk batches that crashed
+ * before theirs (older unnamed seg-* files are compaction inputs, kept for
+ * readers as storh keeps them). */
+static void remove_unreferenced(seglog *s)
 {
     char dir[PATH_MAX];
     if (fsx_pathf(dir, NULL, "%s/segments", s->dir))
@@ -486,7 +495,10 @@ static void remove_unreferenced_compacts(seglog *s)
     struct dirent *de;
     while ((de = readdir(d))) {
         const char *n = de->d_name;
-        if (strncmp(n, "compact-", 8) != 0)
+        size_t nl = strlen(n);
+        bool uncommitted =
+            seg_number(n) >= s->next_segment && nl > 7 && !strcmp(n + nl - 7, ".ndjson");
+        if (strncmp(n, "compact-", 8) != 0 && !uncommitted)
             continue;
         bool referenced = false;
         for (size_t i = 0; i < s->nsegs && !referenced; i++)
@@ -590,7 +602,7 @@ int seglog_open(const char *root, const char *name, const seglog_opts *o, bool c
     if (!rc)
         rc = manifest_load(s, &exists, err);
     if (!rc && exists)
-        remove_unreferenced_compacts(s);
+        remove_unreferenced(s);
     if (!rc && !exists) {
         segs_free(s);
         s->next_segment = 2;
@@ -1047,14 +1059,27 @@ int seglog_count(seglog *s, size_t *count, storh_err *err)
     return rc;
 }
 
-/* ---------- bulk appends through a spool file ---------- */
+/* ---------- bulk appends through a spool file ----------
+ *
+ * A batch is published as a segment of its own, so that no crash (SIGKILL
+ * or power cut) can leave part of it: the rows are framed into a spool file
+ * (.storh/.<identity>.<n>.tmp, swept as a dead writer's temp), which at
+ * commit is fsynced and renamed to segments/seg-NNNNNN.ndjson, a number the
+ * manifest has not handed out yet. The manifest that names it as the active
+ * segment (the old active one sealed before it) is the commit point: storh
+ * and storhd replay only the segments a manifest lists, so before that
+ * rename the batch is invisible to both, after it whole. A spool renamed
+ * but never named (a crash in between) is removed on open. */
 
 struct seglog_batch {
     seglog *s;
     FILE *f;
     char path[PATH_MAX];
     size_t n;
+    bool renamed;
     buf line;
+    seg g; /* the stats of the spooled lines, for the manifest */
+    uint64_t size;
 };
 
 int seglog_batch_begin(seglog *s, seglog_batch **out, storh_err *err)
@@ -1063,6 +1088,7 @@ int seglog_batch_begin(seglog *s, seglog_batch **out, storh_err *err)
     if (!b)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     b->s = s;
+    seg_reset_stats(&b->g);
     pthread_mutex_lock(&s->mu);
     unsigned long seq = ++s->tmp_seq;
     pthread_mutex_unlock(&s->mu);
@@ -1099,6 +1125,8 @@ int seglog_batch_element(seglog_batch *b, json_t *elem, char out_id[UUID7_LEN + 
         return rc;
     if (fwrite(b->line.data, 1, b->line.len, b->f) != b->line.len)
         return storh_err_sys(err, errno, "Could not write spool file %s", b->path);
+    seg_note(&b->g, b->s->o.sparse_interval, out_id, b->size);
+    b->size += b->line.len;
     b->n++;
     return 0;
 }
@@ -1109,51 +1137,37 @@ void seglog_batch_abort(seglog_batch *b)
         return;
     if (b->f)
         fclose(b->f);
-    unlink(b->path);
+    if (!b->renamed)
+        unlink(b->path);
     buf_free(&b->line);
+    free(b->g.sp);
     free(b);
 }
 
-/* Under mu + flock: the whole spool goes into the active segment (a full
- * one rolls first, and none rolls halfway, so a segment may exceed its size
- * by one batch), and every byte is written before any line is applied. A
- * failed write is then undone by one truncate: the batch is all or nothing,
- * also on a full disk. */
-static int commit_spool(seglog *s, FILE *f, gcommit_ticket *t, storh_err *err)
+/* The next segment number no file and no manifest entry uses yet. */
+static int free_segment(seglog *s, char file[NAME_CAP], char path[PATH_MAX], storh_err *err)
 {
-    int rc = gcommit_check(&s->gc, err);
-    if (!rc)
-        rc = catch_up(s, err);
-    storh_err roll_err;
-    if (!rc && active(s)->size >= s->o.max_segment_bytes)
-        roll(s, &roll_err); /* when it cannot, the batch joins the current segment */
-    if (!rc)
-        rc = end_last_line(s, err);
-    char *chunk = rc ? NULL : malloc(BATCH_CHUNK);
-    if (!rc && !chunk)
-        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    if (rc)
-        return rc;
-    seg *a = active(s);
-    uint64_t start = a->size, len = 0;
-    rewind(f);
-    size_t r;
-    while (!rc && (r = fread(chunk, 1, BATCH_CHUNK, f)) > 0) {
-        rc = write_tail(s, chunk, r, start, err);
-        len += r;
+    long long n = seg_number(active(s)->file) + 1;
+    if (n < s->next_segment)
+        n = s->next_segment;
+    struct stat st;
+    for (;; n++) {
+        snprintf(file, NAME_CAP, "seg-%06lld.ndjson", n);
+        int rc = seg_path(s, file, path, err);
+        if (rc)
+            return rc;
+        if (stat(path, &st) != 0)
+            return 0;
     }
-    free(chunk);
-    if (!rc && ferror(f)) {
-        if (ftruncate(s->active_fd, (off_t)start) != 0)
-            s->need_lf = true;
-        rc = storh_err_sys(err, errno, "Could not read the spool file");
-    }
-    if (rc)
-        return rc;
-    /* every byte is in: apply the lines, whole lines at a time */
+}
+
+/* Applies the lines of the spool (whole lines, as written) to the state
+ * index as segment si. */
+static int apply_spool(seglog *s, FILE *f, uint32_t si, storh_err *err)
+{
     rewind(f);
     buf pend = BUF_INIT;
-    uint64_t at = start;
+    uint64_t at = 0;
     bool eof = false;
     while (!eof || pend.len) {
         if (!eof) {
@@ -1161,7 +1175,7 @@ static int commit_spool(seglog *s, FILE *f, gcommit_ticket *t, storh_err *err)
                 buf_free(&pend);
                 return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
             }
-            r = fread(pend.data + pend.len, 1, BATCH_CHUNK, f);
+            size_t r = fread(pend.data + pend.len, 1, BATCH_CHUNK, f);
             pend.len += r;
             eof = r < BATCH_CHUNK;
         }
@@ -1173,35 +1187,128 @@ static int commit_spool(seglog *s, FILE *f, gcommit_ticket *t, storh_err *err)
         }
         size_t cut = (size_t)(last - pend.data) + 1;
         bool torn;
-        scan_lines(s, (uint32_t)(s->nsegs - 1), pend.data, at, cut, &torn);
+        scan_lines(s, si, pend.data, at, cut, &torn);
         at += cut;
         buf_consume(&pend, cut);
     }
     buf_free(&pend);
-    a->size = start + len;
-    *t = gcommit_written(&s->gc, a->size);
+    return ferror(f) ? storh_err_sys(err, EIO, "Could not read the spool file") : 0;
+}
+
+/* Under mu + flock: publishes the fsynced spool as the new active segment.
+ * The old active one is sealed (its pending appends flushed, its sparse
+ * index written) unless it is empty, when the batch takes its place. */
+static int publish_spool(seglog *s, seglog_batch *b, storh_err *err)
+{
+    int rc = gcommit_check(&s->gc, err);
+    if (!rc)
+        rc = catch_up(s, err);
+    if (!rc)
+        rc = gcommit_flush(&s->gc, err);
+    if (rc)
+        return rc;
+    seg *a = active(s);
+    bool seal = a->records > 0;
+    if (seal) {
+        index_name_for(a->file, a->index);
+        if ((rc = write_sparse(s, a, err))) {
+            a->index[0] = '\0';
+            return rc;
+        }
+    }
+    char file[NAME_CAP], path[PATH_MAX], dir[PATH_MAX];
+    if ((rc = free_segment(s, file, path, err)))
+        goto undo_index;
+    if (rename(b->path, path) != 0) {
+        rc = storh_err_sys(err, errno, "Could not publish bulk segment %s", path);
+        goto undo_index;
+    }
+    b->renamed = true;
+    estats_add(ESTAT_RENAME, 1);
+    fault_point("seglog.bulk.renamed");
+    fsx_dirname(path, dir, sizeof dir);
+    if ((rc = fsx_fsync_dir(dir, err)))
+        goto undo_file;
+    /* the manifest as it will be: the batch is the active segment */
+    seg old = *a;
+    long long old_next = s->next_segment;
+    if (seal && !segs_push(s, file, NULL)) {
+        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        goto undo_file;
+    }
+    a = active(s);
+    if (!seal)
+        memset(a, 0, sizeof *a);
+    snprintf(a->file, sizeof a->file, "%s", file);
+    a->has_minmax = b->g.has_minmax;
+    a->ordered = b->g.ordered;
+    a->records = b->g.records;
+    memcpy(a->min, b->g.min, sizeof a->min);
+    memcpy(a->max, b->g.max, sizeof a->max);
+    a->size = b->size;
+    s->next_segment = seg_number(file) + 1;
+    struct stat before = s->manifest_st;
+    rc = manifest_write(s, err);
+    fault_point("seglog.bulk.manifest");
+    if (rc && !manifest_changed(s)) {
+        /* not written (a full disk): the old manifest stands */
+        s->manifest_st = before;
+        s->next_segment = old_next;
+        if (seal)
+            s->nsegs--;
+        else
+            *active(s) = old;
+        goto undo_file;
+    }
+    int fd = rc ? -1 : open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+    if (!rc && fd < 0)
+        rc = storh_err_sys(err, errno, "Could not open active segment %s", path);
+    if (!rc && (rc = gcommit_switch(&s->gc, fd, b->size, err)) != 0)
+        close(fd);
+    if (rc) {
+        /* the manifest names the batch, but this process cannot take it on
+         * (a failed directory fsync, no descriptor): refuse writes until
+         * a restart reopens the log as the disk has it */
+        gcommit_poison(&s->gc, EIO);
+        return rc;
+    }
+    if (!seal)
+        free(old.sp);
+    s->active_fd = fd;
+    s->need_lf = false;
+    seg_reset_stats(active(s));
+    rc = apply_spool(s, b->f, (uint32_t)(s->nsegs - 1), err);
+    active(s)->size = b->size;
     estats_add(ESTAT_LOG_APPEND, 1);
-    if (a->size >= s->o.max_segment_bytes)
-        roll(s, &roll_err);
-    return 0;
+    return rc;
+undo_file:
+    unlink(path);
+undo_index:
+    if (seal)
+        active(s)->index[0] = '\0';
+    return rc;
 }
 
 int seglog_batch_commit(seglog_batch *b, size_t *written, storh_err *err)
 {
     seglog *s = b->s;
     int rc = 0;
-    if (fflush(b->f) != 0)
-        rc = storh_err_sys(err, errno, "Could not write spool file %s", b->path);
-    gcommit_ticket t = {0, 0};
+    if (b->n) {
+        /* the rows durable before their segment can be named: fsync here,
+         * outside the locks */
+        if (fflush(b->f) != 0 || fsync(fileno(b->f)) != 0)
+            rc = storh_err_sys(err, errno, "Could not write spool file %s", b->path);
+        else
+            estats_add(ESTAT_FSYNC_FILE, 1);
+        fault_point("seglog.bulk.spooled");
+    }
     pthread_mutex_lock(&s->mu);
     if (!rc && b->n) {
         rc = lock(s, err);
         if (!rc) {
-            rc = commit_spool(s, b->f, &t, err);
+            rc = publish_spool(s, b, err);
             unlock(s);
         }
-        if (!rc)
-            rc = gcommit_wait(&s->gc, t, err);
     }
     pthread_mutex_unlock(&s->mu);
     if (written)
@@ -1520,7 +1627,7 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
         for (size_t i = 0; i < nouts; i++)
             free(outs[i].sp);
         free(outs);
-        remove_unreferenced_compacts(s);
+        remove_unreferenced(s);
         return rc;
     }
     /* the swap: outputs replace every sealed segment; the active one stays */

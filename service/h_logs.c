@@ -12,6 +12,18 @@
 #include "seglog.h"
 #include "sjson.h"
 
+/* The configured options of this request's stream; false after replying
+ * with the error. */
+static bool stream_opts(http_req *req, seglog_opts *o)
+{
+    char msg[160];
+    if (config_log_opts(&http_service(req)->cfg, http_param(req, "stream"), o, msg, sizeof msg)) {
+        http_reply_error(req, 500, "%s", msg);
+        return false;
+    }
+    return true;
+}
+
 /* The log for this request's stream. ts_ms picks the partition (< 0: now);
  * create=false turns a missing log into a 404 reply. */
 static seglog *log_for(http_req *req, int64_t ts_ms, bool create)
@@ -19,11 +31,8 @@ static seglog *log_for(http_req *req, int64_t ts_ms, bool create)
     service *svc = http_service(req);
     const char *name = http_param(req, "stream");
     seglog_opts o;
-    char msg[160];
-    if (config_log_opts(&svc->cfg, name, &o, msg, sizeof msg)) {
-        http_reply_error(req, 500, "%s", msg);
+    if (!stream_opts(req, &o))
         return NULL;
-    }
     o.partition_ts_ms = ts_ms;
     seglog *s = NULL;
     storh_err err;
@@ -39,11 +48,8 @@ bool h_logs_set(http_req *req, logset *ls)
     service *svc = http_service(req);
     const char *name = http_param(req, "stream");
     seglog_opts o;
-    char msg[160];
-    if (config_log_opts(&svc->cfg, name, &o, msg, sizeof msg)) {
-        http_reply_error(req, 500, "%s", msg);
+    if (!stream_opts(req, &o))
         return false;
-    }
     storh_err err;
     if (registry_logset(svc->reg, http_engines(req), name, &o, ls, &err)) {
         http_reply_storh(req, &err);

@@ -29,6 +29,7 @@
 
 #include "../support/client.h"
 #include "../support/daemon.h"
+#include "../support/idset.h"
 #include "../test.h"
 #include "../tmpdir.h"
 #include "uuid7.h"
@@ -51,11 +52,6 @@ typedef struct log_entry {
     long n;
 } log_entry;
 
-typedef struct ids {
-    char (*id)[UUID7_LEN + 1];
-    size_t n, cap;
-} ids;
-
 /* What one writer did; only its thread touches it while writers run. */
 typedef struct ledger {
     int w;
@@ -67,7 +63,7 @@ typedef struct ledger {
     size_t nlogs, caplogs;
     size_t logs_checked; /* logs below this index were checked already */
     size_t docs_checked_upto;
-    ids enqueued, completed, complete_tried;
+    idset enqueued, completed, complete_tried;
 } ledger;
 
 static daemon_proc d;
@@ -83,32 +79,6 @@ static unsigned long long rnd(unsigned long long *s)
     *s ^= *s >> 7;
     *s ^= *s << 17;
     return *s;
-}
-
-static void ids_add(ids *v, const char *id)
-{
-    if (v->n == v->cap) {
-        v->cap = v->cap * 2 + 64;
-        v->id = realloc(v->id, v->cap * sizeof *v->id);
-    }
-    snprintf(v->id[v->n++], UUID7_LEN + 1, "%s", id);
-}
-
-static int cmp_id(const void *a, const void *b)
-{
-    return strcmp(a, b);
-}
-
-/* For ids_has: sorted once. */
-static void ids_sort(ids *v)
-{
-    if (v->n)
-        qsort(v->id, v->n, sizeof *v->id, cmp_id);
-}
-
-static bool ids_has(const ids *v, const char *id)
-{
-    return v->n && bsearch(id, v->id, v->n, sizeof *v->id, cmp_id) != NULL;
 }
 
 static long call(const char *method, const char *path, const char *body, json_t **out)
@@ -205,7 +175,7 @@ static bool write_one(ledger *l)
         long st = call("POST", "/v1/queues/" QUEUE "/jobs", body, &r);
         const char *id = json_string_value(json_array_get(json_object_get(r, "ids"), 0));
         if (st == 201 && id)
-            ids_add(&l->enqueued, id);
+            idset_add(&l->enqueued, id);
         json_decref(r);
         return st != 0;
     }
@@ -217,11 +187,11 @@ static bool write_one(ledger *l)
     if (st == 200 && id) {
         char job[UUID7_LEN + 1];
         snprintf(job, sizeof job, "%s", id);
-        ids_add(&l->complete_tried, job);
+        idset_add(&l->complete_tried, job);
         snprintf(path, sizeof path, "/v1/queues/" QUEUE "/jobs/%s/complete", job);
         st = call("POST", path, NULL, NULL);
         if (st == 200)
-            ids_add(&l->completed, job);
+            idset_add(&l->completed, job);
     }
     json_decref(r);
     return st != 0;
@@ -312,44 +282,44 @@ static void check_acked(bool full)
 static void check_queue(void)
 {
     CHECK_INT(call("POST", "/v1/queues/" QUEUE "/requeue", "{\"timeout_seconds\":0}", NULL), 200);
-    ids claimed = {0};
+    idset claimed = {0};
     for (;;) {
         json_t *r = NULL;
         long st = call("POST", "/v1/queues/" QUEUE "/claim?limit=1000", NULL, &r);
         size_t i;
         json_t *job;
         json_array_foreach(json_object_get(r, "jobs"), i, job)
-            ids_add(&claimed, json_string_value(json_object_get(job, "id")));
+            idset_add(&claimed, json_string_value(json_object_get(job, "id")));
         json_decref(r);
         if (st != 200)
             break;
     }
     /* jobs are claimed by any writer: completions are pooled */
-    ids tried = {0}, done = {0};
+    idset tried = {0}, done = {0};
     for (int w = 0; w < WRITERS; w++) {
         const ledger *l = &ledgers[w];
         for (size_t i = 0; i < l->complete_tried.n; i++)
-            ids_add(&tried, l->complete_tried.id[i]);
+            idset_add(&tried, l->complete_tried.id[i]);
         for (size_t i = 0; i < l->completed.n; i++)
-            ids_add(&done, l->completed.id[i]);
+            idset_add(&done, l->completed.id[i]);
     }
-    ids_sort(&claimed);
-    ids_sort(&tried);
+    idset_sort(&claimed);
+    idset_sort(&tried);
     long lost = 0, back = 0;
     for (int w = 0; w < WRITERS; w++) {
         const ledger *l = &ledgers[w];
         for (size_t i = 0; i < l->enqueued.n; i++, checked_writes++)
-            if (!ids_has(&claimed, l->enqueued.id[i]) && !ids_has(&tried, l->enqueued.id[i]))
+            if (!idset_has(&claimed, l->enqueued.id[i]) && !idset_has(&tried, l->enqueued.id[i]))
                 lost++;
     }
     for (size_t i = 0; i < done.n; i++, checked_writes++)
-        if (ids_has(&claimed, done.id[i]))
+        if (idset_has(&claimed, done.id[i]))
             back++;
-    free(tried.id);
-    free(done.id);
+    idset_free(&tried);
+    idset_free(&done);
     CHECK_INT(lost, 0);
     CHECK_INT(back, 0);
-    free(claimed.id);
+    idset_free(&claimed);
 }
 
 /* ---- torn writes ---- */
@@ -541,9 +511,9 @@ int main(int argc, char **argv)
     for (int w = 0; w < WRITERS; w++) {
         free(ledgers[w].docs);
         free(ledgers[w].logs);
-        free(ledgers[w].enqueued.id);
-        free(ledgers[w].completed.id);
-        free(ledgers[w].complete_tried.id);
+        idset_free(&ledgers[w].enqueued);
+        idset_free(&ledgers[w].completed);
+        idset_free(&ledgers[w].complete_tried);
     }
     curl_global_cleanup();
     return rc;

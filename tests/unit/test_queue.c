@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -6,6 +7,7 @@
 #include "../tmpdir.h"
 #include "frame.h"
 #include "fsx.h"
+#include "qstage.h"
 #include "queue.h"
 #include "sjson.h"
 
@@ -345,6 +347,109 @@ TEST(bad_input_changes_nothing)
     CHECK_INT(queue_open(root, "absent", false, &q, &err), STORH_ENOTFOUND);
 }
 
+/* A queue dir holding queue.log = prefix + tail and the stage of ev at
+ * offset strlen(prefix). */
+static void staged_case(const char *name, const char *prefix, const char *ev, const char *tail)
+{
+    char dir[PATH_MAX], p[PATH_MAX], stage[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    snprintf(p, sizeof p, "%s/queue.log", dir);
+    CHECK_INT(fsx_mkdirs(dir, false, NULL), 0);
+    FILE *f = fopen(p, "w");
+    fputs(prefix, f);
+    fputs(tail, f);
+    fclose(f);
+    CHECK_INT(qstage_write(dir, strlen(prefix), ev, strlen(ev), stage, NULL), 0);
+}
+
+static int stages_in(const char *name)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        n += strstr(de->d_name, "queue.batch-") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* A batch whose stage is durable ends up whole, whatever part of it a
+ * crash let into the log (a prefix cut mid-line, a torn tail, pages kept
+ * with a hole between them), and even when another process (storh, after
+ * cutting the torn tail) appended events after a part of it. */
+TEST(staged_batches_roll_forward)
+{
+    queue *q = open_q("pre");
+    json_t *jobs = js("[{\"a\":1},{\"a\":2}]"), *ids;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    json_decref(ids);
+    json_decref(jobs);
+    queue_close(q);
+    CHECK_INT(stages_in("pre"), 0); /* an acknowledged batch leaves no stage */
+    q = open_q("src");
+    jobs = js("[{\"b\":1},{\"b\":2},{\"b\":3},{\"b\":4},{\"b\":5},{\"b\":6}]");
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    json_decref(jobs);
+    queue_close(q);
+    char *pre = log_of("pre"), *ev = log_of("src");
+    size_t len = strlen(ev);
+    const char *line2 = strchr(ev, '\n') + 1, *line3 = strchr(line2, '\n') + 1;
+    char cut[4096], torn[4096], foreign[4096], holes[4096];
+    snprintf(cut, sizeof cut, "%.*s", (int)(len * 45 / 100), ev);
+    snprintf(torn, sizeof torn, "%.*s\x01garbage", (int)(len * 30 / 100), ev);
+    /* a power cut kept a later page of the append but not the one before */
+    snprintf(holes, sizeof holes, "%.*s%s%s", (int)(len * 20 / 100), ev, "\x01\x01\x01\x01",
+             ev + len * 60 / 100);
+    /* two whole lines, then storh claims the first job */
+    buf claim = BUF_INIT;
+    char ev_json[128];
+    snprintf(ev_json, sizeof ev_json, "{\"op\":\"claim\",\"id\":\"%s\",\"ts\":1796211590}",
+             json_string_value(json_array_get(ids, 0)));
+    frame_encode(&claim, ev_json, strlen(ev_json));
+    snprintf(foreign, sizeof foreign, "%.*s%.*s", (int)(line3 - ev), ev, (int)claim.len,
+             claim.data);
+    struct {
+        const char *name, *tail;
+        long long pending, processing;
+    } cases[] = {
+        {"none", "", 8, 0},  {"cut", cut, 8, 0},         {"torn", torn, 8, 0},
+        {"whole", ev, 8, 0}, {"foreign", foreign, 7, 1}, {"holes", holes, 8, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        staged_case(cases[i].name, pre, ev, cases[i].tail);
+        for (int round = 0; round < 2; round++) { /* and again: nothing repeats */
+            q = open_q(cases[i].name);
+            CHECK_INT(count(q, "pending"), cases[i].pending);
+            CHECK_INT(count(q, "processing"), cases[i].processing);
+            json_t *v = NULL;
+            CHECK_INT(queue_verify(q, &v, NULL), 0);
+            if (!json_is_true(json_object_get(v, "ok")))
+                fprintf(stderr, "case %s not clean\n", cases[i].name);
+            CHECK(json_is_true(json_object_get(v, "ok")));
+            json_decref(v);
+            queue_close(q);
+            CHECK_INT(stages_in(cases[i].name), 0);
+        }
+    }
+    /* a stage never published (its temp) means its batch never began */
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/pre/.queue.batch-0011223344556677.0a0b0c0d0e0f.tmp", root);
+    FILE *f = fopen(p, "w");
+    fputs(ev, f);
+    fclose(f);
+    q = open_q("pre");
+    CHECK_INT(count(q, "pending"), 2);
+    queue_close(q);
+    CHECK(access(p, F_OK) != 0);
+    buf_free(&claim);
+    json_decref(ids);
+    free(pre);
+    free(ev);
+}
+
 static const test_case tests[] = {
     {"events_are_storh_bytes", events_are_storh_bytes},
     {"fifo_requeue_and_replay", fifo_requeue_and_replay},
@@ -352,6 +457,7 @@ static const test_case tests[] = {
     {"complete_and_purge_replay_like_storh", complete_and_purge_replay_like_storh},
     {"two_processes_never_claim_twice", two_processes_never_claim_twice},
     {"bad_input_changes_nothing", bad_input_changes_nothing},
+    {"staged_batches_roll_forward", staged_batches_roll_forward},
 };
 
 TMPDIR_TEST_MAIN(root, tests)

@@ -411,6 +411,24 @@ TEST(retention_and_time_ranges)
     seglog_close(s);
 }
 
+static int commit_batch(seglog *s, int from, int n, size_t *written)
+{
+    seglog_batch *b;
+    char id[UUID7_LEN + 1];
+    if (seglog_batch_begin(s, &b, NULL) != 0)
+        return -1;
+    for (int i = from; i < from + n; i++) {
+        json_t *e = json_pack("{si}", "i", i);
+        int rc = seglog_batch_element(b, e, id, NULL);
+        json_decref(e);
+        if (rc) {
+            seglog_batch_abort(b);
+            return -1;
+        }
+    }
+    return seglog_batch_commit(b, written, NULL);
+}
+
 TEST(bulk_batches_and_partitions)
 {
     seglog *s = open_log("bulk", 300);
@@ -436,7 +454,12 @@ TEST(bulk_batches_and_partitions)
     CHECK_INT(count_live(s, NULL, NULL, 0), 50);
     json_t *st;
     seglog_stats(s, &st, NULL);
-    /* one segment took the whole batch (none rolls halfway), then rolled */
+    /* the batch is a segment of its own; the empty active one made way */
+    CHECK_INT(json_integer_value(json_object_get(st, "segments")), 1);
+    json_decref(st);
+    CHECK_INT(commit_batch(s, 100, 3, &n), 0);
+    seglog_stats(s, &st, NULL);
+    /* the next one seals it and takes its place */
     CHECK_INT(json_integer_value(json_object_get(st, "segments")), 2);
     json_decref(st);
     seglog_close(s);
@@ -506,24 +529,6 @@ TEST(equality_counters_follow_appends_and_deletes)
     seglog_close(s);
 }
 
-static int commit_batch(seglog *s, int from, int n, size_t *written)
-{
-    seglog_batch *b;
-    char id[UUID7_LEN + 1];
-    if (seglog_batch_begin(s, &b, NULL) != 0)
-        return -1;
-    for (int i = from; i < from + n; i++) {
-        json_t *e = json_pack("{si}", "i", i);
-        int rc = seglog_batch_element(b, e, id, NULL);
-        json_decref(e);
-        if (rc) {
-            seglog_batch_abort(b);
-            return -1;
-        }
-    }
-    return seglog_batch_commit(b, written, NULL);
-}
-
 static off_t file_size(const char *fmt, const char *name)
 {
     char p[PATH_MAX];
@@ -534,10 +539,10 @@ static off_t file_size(const char *fmt, const char *name)
 
 /* A write that fails partway through a batch larger than one 1 MiB chunk
  * (here a file size limit; a full disk does the same) leaves the log
- * exactly as it was: nothing applied, nothing half-written. */
+ * exactly as it was: nothing applied, nothing half-written, no spool. */
 TEST(failed_bulk_write_changes_nothing)
 {
-    const char *seg = "%s/%s/segments/seg-000001.ndjson";
+    const char *seg = "%s/%s/segments/seg-000002.ndjson";
     seglog *s = open_log("bulkprobe", 64 << 20); /* the batch's size, measured */
     CHECK_INT(commit_batch(s, 0, 13000, NULL), 0);
     seglog_close(s);
@@ -549,13 +554,12 @@ TEST(failed_bulk_write_changes_nothing)
     off_t before = file_size(seg, "bulkfail");
     pid_t pid = fork();
     if (pid == 0) {
-        /* the spool (batch bytes) fits under the limit, the segment does not */
         signal(SIGXFSZ, SIG_IGN);
         seglog *c = open_log("bulkfail", 64 << 20);
-        rlim_t lim = (rlim_t)(batch + before / 2);
+        rlim_t lim = (rlim_t)(batch / 2);
         struct rlimit rl = {lim, lim};
         setrlimit(RLIMIT_FSIZE, &rl);
-        size_t n = 99;
+        size_t n = 0; /* the spool may fail before the commit: n is then untouched */
         int ok = c && commit_batch(c, 1000, 13000, &n) != 0 && n == 0;
         ok = ok && live_count(c) == 300; /* nothing applied */
         _exit(ok ? 0 : 1);
@@ -564,6 +568,7 @@ TEST(failed_bulk_write_changes_nothing)
     waitpid(pid, &st, 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     CHECK_INT(file_size(seg, "bulkfail"), before);
+    CHECK_INT(file_size("%s/%s/segments/seg-000003.ndjson", "bulkfail"), -1);
     s = open_log("bulkfail", 64 << 20);
     CHECK_INT(live_count(s), 300);
     json_t *v = NULL;

@@ -1,0 +1,388 @@
+#include "docjournal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "estats.h"
+#include "fault.h"
+#include "fsx.h"
+#include "idmap.h"
+
+struct docjournal {
+    char coll[PATH_MAX];
+    char base[PATH_MAX]; /* <coll>/.storh/bulk/<identity>.<n>: .lock, .journal.jsonc */
+    const char *name;    /* <identity>.<n>, in base */
+    int lock_fd;
+};
+
+static int64_t mtime_ns(const struct stat *st)
+{
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* The flock on <base>.lock, taken before the stage's first row exists, so
+ * an opener that finds a row or a commit record of a stage and can lock it
+ * knows its writer is gone. A lock file unlinked by such an opener between
+ * our open and flock is not ours anymore: then again. */
+static int lock_stage(const char *base, bool wait, int *fd, storh_err *err)
+{
+    char p[PATH_MAX];
+    int rc = fsx_pathf(p, err, "%s.lock", base);
+    if (rc)
+        return rc;
+    for (;;) {
+        *fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (*fd < 0)
+            return storh_err_sys(err, errno, "Could not open bulk stage lock %s", p);
+        if (flock(*fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+            int e = errno;
+            close(*fd);
+            *fd = -1;
+            return e == EWOULDBLOCK ? STORH_ECONFLICT
+                                    : storh_err_sys(err, e, "Could not lock bulk stage %s", p);
+        }
+        struct stat a, b;
+        if (fstat(*fd, &a) == 0 && stat(p, &b) == 0 && a.st_ino == b.st_ino)
+            return 0;
+        close(*fd);
+    }
+}
+
+/* Drops a stage's lock file, then its descriptor (and so the flock). */
+static void unlock_stage(const char *base, int fd)
+{
+    char p[PATH_MAX];
+    if (!fsx_pathf(p, NULL, "%s.lock", base))
+        unlink(p);
+    if (fd >= 0)
+        close(fd);
+}
+
+int docjournal_begin(const char *coll, const char *identity, unsigned long n, docjournal **out,
+                     storh_err *err)
+{
+    docjournal *j = calloc(1, sizeof *j);
+    if (!j)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    j->lock_fd = -1;
+    snprintf(j->coll, sizeof j->coll, "%s", coll);
+    char bulk[PATH_MAX];
+    int rc = fsx_pathf(j->base, err, "%s/.storh/bulk/%s.%lu", coll, identity, n);
+    if (!rc)
+        rc = fsx_pathf(bulk, err, "%s/.storh/bulk", coll);
+    if (!rc) /* durable with the rows' syncfs */
+        rc = fsx_mkdirs(bulk, false, err);
+    if (!rc)
+        rc = lock_stage(j->base, true, &j->lock_fd, err);
+    if (rc) {
+        docjournal_release(j);
+        return rc;
+    }
+    j->name = strrchr(j->base, '/') + 1;
+    *out = j;
+    return 0;
+}
+
+static int row_path(const char *coll, const char *name, const char *shard, size_t i, char *out,
+                    storh_err *err)
+{
+    return fsx_pathf(out, err, "%s/.storh/bulk/rows/%.2s/%s.%zu", coll, shard, name, i);
+}
+
+int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out, storh_err *err)
+{
+    return row_path(j->coll, j->name, id + 24, i, out, err);
+}
+
+int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
+                      storh_err *err)
+{
+    size_t cl = strlen(j->coll);
+    json_t *rows = json_array();
+    idmap last; /* id -> 1 + the latest row of this bulk that writes it */
+    int rc = rows && idmap_init(&last, sizeof(size_t)) == 0
+                 ? 0
+                 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    if (rc) {
+        json_decref(rows);
+        return rc;
+    }
+    for (size_t i = 0; !rc && i < n; i++) {
+        char staged[PATH_MAX];
+        struct stat sst, tst;
+        if ((rc = docjournal_row_path(j, i, ids[i], staged, err)))
+            break;
+        if (stat(staged, &sst) != 0) {
+            rc = storh_err_sys(err, errno, "Could not stat staged row %s", staged);
+            break;
+        }
+        /* what the record path holds when the renames begin: the file an
+         * earlier row of this bulk puts there, or the one on disk now */
+        bool fresh = false;
+        size_t *prev = idmap_put(&last, ids[i], &fresh);
+        if (!prev) {
+            rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            break;
+        }
+        char pp[PATH_MAX];
+        json_t *pre = json_null();
+        if (!fresh && !(rc = docjournal_row_path(j, *prev - 1, ids[i], pp, err)) &&
+            stat(pp, &tst) == 0)
+            pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
+        else if (fresh && stat(finals[i], &tst) == 0)
+            pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
+        *prev = i + 1;
+        if (strncmp(finals[i], j->coll, cl) != 0 || finals[i][cl] != '/')
+            rc = storh_err_set(err, STORH_EINVAL, "Record path outside the collection.");
+        if (!rc && json_array_append_new(rows, json_pack("[soI]", finals[i] + cl + 1, pre,
+                                                         (json_int_t)sst.st_ino)) != 0)
+            rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    idmap_free(&last);
+    json_t *doc = rc ? NULL : json_pack("{so}", "rows", rows);
+    if (rc)
+        json_decref(rows);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    if (!rc && !text)
+        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    char path[PATH_MAX];
+    if (!rc)
+        rc = fsx_pathf(path, err, "%s.journal.jsonc", j->base);
+    if (!rc)
+        rc = fsx_publish(path, text, strlen(text), err);
+    free(text);
+    if (!rc)
+        fault_point("docstore.bulk.committed");
+    return rc;
+}
+
+int docjournal_rename(const char *from, const char *to, storh_err *err)
+{
+    if (rename(from, to) != 0 && errno == ENOENT) {
+        char d[PATH_MAX];
+        fsx_dirname(to, d, sizeof d);
+        if (fsx_mkdirs(d, false, NULL) == 0 && rename(from, to) == 0)
+            goto done;
+        errno = ENOENT;
+    } else {
+        goto done;
+    }
+    return storh_err_sys(err, errno, "Could not atomically replace storage file: %s", to);
+done:
+    estats_add(ESTAT_RENAME, 1);
+    return 0;
+}
+
+/* Removes a stage's commit record, then its lock file (and flock). */
+static void remove_stage(const char *base, int fd)
+{
+    char p[PATH_MAX];
+    if (!fsx_pathf(p, NULL, "%s.journal.jsonc", base))
+        unlink(p);
+    unlock_stage(base, fd);
+}
+
+void docjournal_end(docjournal *j)
+{
+    if (!j)
+        return;
+    remove_stage(j->base, j->lock_fd);
+    j->lock_fd = -1;
+    docjournal_release(j);
+}
+
+void docjournal_release(docjournal *j)
+{
+    if (!j)
+        return;
+    if (j->lock_fd >= 0)
+        close(j->lock_fd);
+    free(j);
+}
+
+/* Replays the commit record of a dead writer's stage (name, in bulk/). */
+static int roll_forward(const char *coll, const char *name, const json_t *doc, storh_err *err)
+{
+    json_t *rows = json_object_get(doc, "rows"), *r;
+    if (!json_is_array(rows))
+        return storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal of %s", name);
+    size_t i;
+    int rc = 0;
+    json_array_foreach(rows, i, r)
+    {
+        const char *rel = json_string_value(json_array_get(r, 0));
+        json_t *pre = json_array_get(r, 1);
+        json_t *ino = json_array_get(r, 2);
+        if (!rel || strncmp(rel, "data/", 5) != 0 || strlen(rel) < 9 || rel[7] != '/' ||
+            strstr(rel, "..") || !json_is_integer(ino))
+            return storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal of %s", name);
+        char staged[PATH_MAX], target[PATH_MAX];
+        if ((rc = row_path(coll, name, rel + 5, i, staged, err)) ||
+            (rc = fsx_pathf(target, err, "%s/%s", coll, rel)))
+            return rc;
+        struct stat sst, tst;
+        if (stat(staged, &sst) != 0)
+            continue; /* renamed before the crash */
+        bool exists = stat(target, &tst) == 0;
+        if (exists && tst.st_ino == sst.st_ino) { /* renamed, the old name kept too */
+            unlink(staged);
+            continue;
+        }
+        bool same =
+            json_is_null(pre)
+                ? !exists
+                : exists && json_is_array(pre) &&
+                      (json_int_t)tst.st_ino == json_integer_value(json_array_get(pre, 0)) &&
+                      mtime_ns(&tst) == json_integer_value(json_array_get(pre, 1));
+        if (!same) { /* another writer replaced it since: theirs is newer */
+            unlink(staged);
+            continue;
+        }
+        if ((rc = docjournal_rename(staged, target, err)))
+            return rc;
+        fault_point("docstore.bulk.recovering");
+    }
+    return 0;
+}
+
+/* The stages recovery has looked at: dead ones (their flock held by us
+ * until they are removed) and live ones. */
+typedef struct stage_seen {
+    char name[96];
+    int fd; /* >= 0: dead, locked by us; -1: alive */
+} stage_seen;
+
+typedef struct seen_list {
+    stage_seen *v;
+    size_t n;
+} seen_list;
+
+/* Looks name up, locking it (without waiting) the first time: NULL on out
+ * of memory or a path too long. */
+static stage_seen *seen(seen_list *l, const char *bulk, const char *name, size_t len)
+{
+    if (len >= sizeof l->v->name)
+        return NULL;
+    for (size_t i = 0; i < l->n; i++)
+        if (!strncmp(l->v[i].name, name, len) && !l->v[i].name[len])
+            return &l->v[i];
+    stage_seen *g = realloc(l->v, (l->n + 1) * sizeof *g);
+    if (!g)
+        return NULL;
+    l->v = g;
+    stage_seen *e = &l->v[l->n++];
+    snprintf(e->name, sizeof e->name, "%.*s", (int)len, name);
+    char base[PATH_MAX];
+    if (fsx_pathf(base, NULL, "%s/%s", bulk, e->name) || lock_stage(base, false, &e->fd, NULL))
+        e->fd = -1;
+    return e;
+}
+
+/* Removes the rows of dead stages (left by an uncommitted bulk, or by a
+ * committed one whose rows another writer superseded). */
+static void sweep_rows(const char *bulk, seen_list *l)
+{
+    char rows[PATH_MAX];
+    if (fsx_pathf(rows, NULL, "%s/rows", bulk))
+        return;
+    DIR *d = opendir(rows);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char shard[PATH_MAX];
+        if (de->d_name[0] == '.' || fsx_pathf(shard, NULL, "%s/%s", rows, de->d_name))
+            continue;
+        DIR *sd = opendir(shard);
+        struct dirent *re;
+        while (sd && (re = readdir(sd))) {
+            const char *dot = strrchr(re->d_name, '.');
+            if (re->d_name[0] == '.' || !dot)
+                continue;
+            stage_seen *e = seen(l, bulk, re->d_name, (size_t)(dot - re->d_name));
+            char p[PATH_MAX];
+            if (e && e->fd >= 0 && !fsx_pathf(p, NULL, "%s/%s", shard, re->d_name))
+                unlink(p);
+        }
+        if (sd)
+            closedir(sd);
+    }
+    if (d)
+        closedir(d);
+}
+
+int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
+{
+    *rolled = false;
+    char bulk[PATH_MAX];
+    int rc = fsx_pathf(bulk, err, "%s/.storh/bulk", coll);
+    if (rc)
+        return rc;
+    DIR *d = opendir(bulk);
+    if (!d)
+        return errno == ENOENT ? 0 : storh_err_sys(err, errno, "Could not list %s", bulk);
+    seen_list l = {NULL, 0};
+    struct dirent *de;
+    static const char *const suffixes[] = {".lock", ".journal.jsonc"};
+    while (!rc && (de = readdir(d))) {
+        const char *nm = de->d_name;
+        size_t nl = strlen(nm);
+        for (size_t k = 0; k < 2 && nm[0] != '.'; k++) {
+            size_t sl = strlen(suffixes[k]);
+            if (nl > sl && !strcmp(nm + nl - sl, suffixes[k]) && !seen(&l, bulk, nm, nl - sl))
+                rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        }
+    }
+    closedir(d);
+    for (size_t i = 0; !rc && i < l.n; i++) {
+        if (l.v[i].fd < 0)
+            continue; /* its writer is alive */
+        char jp[PATH_MAX];
+        buf b = BUF_INIT;
+        if ((rc = fsx_pathf(jp, err, "%s/%s.journal.jsonc", bulk, l.v[i].name)))
+            break;
+        int jrc = fsx_read_all(jp, &b, err);
+        if (jrc == 0) {
+            json_t *doc = json_loadb(b.data, b.len, 0, NULL);
+            rc = doc ? roll_forward(coll, l.v[i].name, doc, err)
+                     : storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal %s", jp);
+            json_decref(doc);
+            *rolled = true;
+        } else if (jrc != STORH_ENOTFOUND) {
+            rc = jrc;
+        }
+        buf_free(&b);
+    }
+    if (!rc)
+        sweep_rows(bulk, &l);
+    /* the renames durable before any commit record goes */
+    if (!rc && *rolled) {
+        int fd = open(coll, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || syncfs(fd) != 0)
+            rc = storh_err_sys(err, errno, "Could not sync %s", coll);
+        else
+            estats_add(ESTAT_FSYNC_FS, 1);
+        if (fd >= 0)
+            close(fd);
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        char base[PATH_MAX];
+        if (l.v[i].fd < 0)
+            continue;
+        if (!rc && !fsx_pathf(base, NULL, "%s/%s", bulk, l.v[i].name))
+            remove_stage(base, l.v[i].fd);
+        else
+            close(l.v[i].fd);
+    }
+    free(l.v);
+    return rc;
+}

@@ -1,0 +1,54 @@
+/* docjournal: all-or-nothing DocStore bulk writes across a crash. A bulk
+ * <identity>.<n> holds an flock on <coll>/.storh/bulk/<identity>.<n>.lock
+ * while its writer lives, and stages row i of a record in shard ss as
+ * .storh/bulk/rows/ss/<identity>.<n>.<i> (names storh's temp sweep leaves
+ * alone; the shard directories stay, so a bulk makes none). Once the rows
+ * are durable, the commit record <identity>.<n>.journal.jsonc (published:
+ * fsync, rename, directory fsync) lists each row's record path and what
+ * that path held then; from that moment the bulk is committed. The renames
+ * follow; the record is removed only after they are durable. Whoever opens
+ * the collection next rolls a dead writer's committed bulk forward (a row
+ * whose record path changed since, by another writer, is left to that
+ * writer) and drops the rows of uncommitted ones.
+ *
+ *   begin --rows--> staged --commit--> committed --renames, end--> gone
+ *      \--(crash/abort)--> dropped on open  \--(crash)--> rolled forward */
+#ifndef STORH_DOCJOURNAL_H
+#define STORH_DOCJOURNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "storh_err.h"
+
+typedef struct docjournal docjournal;
+
+/* Takes the bulk's flock (before any of its rows exists, so an opener never
+ * finds a live bulk it can lock). */
+int docjournal_begin(const char *coll, const char *identity, unsigned long n, docjournal **out,
+                     storh_err *err);
+/* The staged file of row i of record id, into out (PATH_MAX): in a
+ * directory named like the record's shard, which keeps directories small
+ * (file creation slows down in one large directory). */
+int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out, storh_err *err);
+/* The commit record for rows 0..n-1 of record ids[i] at paths finals[i]
+ * (every staged file durable already). After it returns 0 the bulk is
+ * committed. */
+int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
+                      storh_err *err);
+/* rename(from, to), making to's directory when it is missing. */
+int docjournal_rename(const char *from, const char *to, storh_err *err);
+/* Removes the commit record and the lock and frees j (the caller removes
+ * rows it did not rename). Call it once the renames are durable, or before
+ * the commit to drop the bulk. */
+void docjournal_end(docjournal *j);
+/* Frees j and its flock but leaves the bulk on disk: a committed bulk
+ * whose renames failed is then finished by the next open. */
+void docjournal_release(docjournal *j);
+/* Under the collection lock, on open: finishes committed stages of dead
+ * writers and drops uncommitted ones. *rolled: a committed stage was
+ * found (its rows' index entries must be rebuilt). */
+int docjournal_recover(const char *coll, bool *rolled, storh_err *err);
+
+#endif
