@@ -3,7 +3,9 @@
  * entries from the list's tail; a held or opening entry is never closed. An
  * entry whose open failed leaves the table at once and is freed by the last
  * thread that held a reference to it (the opener or a thread waiting for
- * the open, which then tries the open itself). One mutex guards the table,
+ * the open, which then tries the open itself). A store whose writes a
+ * failed fsync poisoned is pinned: never idle, so never closed, since a
+ * reopen would take its writes again before storhd restarts. One mutex guards the table,
  * the idle list and the counts; opens and closes run outside it. */
 #include "registry.h"
 
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "wstats.h"
 #include "xxhash.h"
 
 #define REGISTRY_BUCKETS 4096
@@ -31,6 +34,7 @@ struct registry_entry {
     uint32_t hash;
     void *h;
     bool open, failed;
+    bool pinned;          /* poisoned: stays open, off the idle list */
     unsigned refs;        /* holders, the opener and threads waiting for the open */
     entry *next;          /* hash chain */
     entry *newer, *older; /* the idle list */
@@ -159,7 +163,7 @@ static void idle_unlink(registry *r, entry *e)
 
 static void take_ref(registry *r, entry *e)
 {
-    if (e->refs++ == 0 && e->open)
+    if (e->refs++ == 0 && e->open && !e->pinned)
         idle_unlink(r, e);
 }
 
@@ -169,15 +173,33 @@ static void drop_ref(registry *r, entry *e)
         return;
     if (e->failed)
         entry_free(e); /* out of the table since its open failed */
-    else
+    else if (!e->pinned)
         idle_push(r, e);
 }
 
+/* Whether the engine's store refuses writes after a failed fsync (the name
+ * its group commit reports: a log's directory, a collection's or a queue's
+ * name). */
+static bool poisoned(const entry *e)
+{
+    static const wstats_kind kinds[REGISTRY_KINDS] = {WSTATS_DOC, WSTATS_LOG, WSTATS_QUEUE};
+    const char *name = e->name;
+    if (e->kind == REGISTRY_LOG) {
+        const char *slash = strrchr(e->key, '/');
+        name = slash ? slash + 1 : e->key + 2;
+    }
+    return wstats_is_poisoned(kinds[e->kind], name);
+}
+
 /* Takes the least recently used idle engine out, onto *victims (closed by
- * the caller outside mu). */
+ * the caller outside mu); a poisoned one is pinned instead. */
 static bool evict_oldest(registry *r, entry **victims)
 {
-    entry *v = r->idle_oldest;
+    entry *v;
+    while ((v = r->idle_oldest) && poisoned(v)) {
+        idle_unlink(r, v);
+        v->pinned = true;
+    }
     if (!v)
         return false;
     idle_unlink(r, v);
