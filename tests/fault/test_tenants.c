@@ -16,7 +16,15 @@
  * collections runs the descriptors short: idle engines are shed and the
  * engine budget lowered to what fits, every answer is 2xx or 503 with
  * Retry-After naming RLIMIT_NOFILE (never 500), and everything acknowledged
- * reads back afterwards. */
+ * reads back afterwards; once the load is gone every refused write goes
+ * through when retried.
+ *
+ * php_writer_while_evicted (registered when configured with STORH_PHP_DIR,
+ * the PHP storh checkout): PHP storh appends to a log with small segments
+ * while storhd, with 4 open engines at most, appends to the same log
+ * between appends to 12 others, so the log is closed and reopened between
+ * each of its writes. Every record of both writers reads back once, through
+ * storhd and through PHP, the writes interleaved, and _verify is clean. */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -40,6 +48,8 @@
 #define RSS_SLACK (96L << 20)
 #endif
 #define PER_TENANT 3
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static daemon_proc d;
 
@@ -415,6 +425,19 @@ static void out_of_descriptors(void)
         }
     }
     CHECK_INT(missing, 0);
+    /* and what was refused goes through now */
+    long refused = 0;
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 3; k++)
+            if (!acked[k][i]) {
+                snprintf(path, sizeof path, kinds[k], i);
+                resp r = call("POST", path, "{\"x\":1}");
+                if (!is_2xx(r.status))
+                    fprintf(stderr, "%s retried: %ld %s\n", path, r.status, r.body);
+                refused += !is_2xx(r.status);
+                done(&r);
+            }
+    CHECK_INT(refused, 0);
     curl_easy_cleanup(conn);
     conn = NULL;
     CHECK_INT(daemon_stop(&d), 0);
@@ -428,9 +451,144 @@ TEST(over_limit_503)
     out_of_descriptors();
 }
 
+/* ---- PHP storh writing a log storhd keeps evicting ---- */
+
+#define PHP_SEGMENT 4096
+#define PHP_N 300
+
+static const char php_script[] =
+    "<?php\n"
+    "require getenv('STORH_PHP_DIR') . '/vendor/autoload.php';\n"
+    "[, $root, $name, $n, $segment, $mode] = $argv;\n"
+    "$log = new Storh\\SegmentedLogStore($root, $name, (int)$segment);\n"
+    "if ($mode === 'write') {\n"
+    "    for ($i = 0; $i < (int)$n; $i++)\n"
+    "        $log->put(['php' => $i]);\n"
+    "    echo \"written\\n\";\n"
+    "} else {\n"
+    "    $seen = [];\n"
+    "    foreach ($log->stream() as $r)\n"
+    "        $seen[] = json_encode($r->data());\n"
+    "    echo count($seen), ' ', count(array_unique($seen)), \"\\n\";\n"
+    "}\n";
+
+/* Runs the PHP side (mode write or count) in the background; read with
+ * php_end. */
+static FILE *php_begin(const char *script, const char *mode)
+{
+    char cmd[PATH_MAX * 3];
+    snprintf(cmd, sizeof cmd, "php %s %s shared %d %d %s", script, d.root, PHP_N, PHP_SEGMENT,
+             mode);
+    return popen(cmd, "r");
+}
+
+static void php_end(FILE *p, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (!p)
+        return;
+    if (!fgets(out, (int)cap, p))
+        out[0] = '\0';
+    CHECK_INT(pclose(p), 0);
+}
+
+TEST(php_writer_while_evicted)
+{
+    if (!getenv("STORH_PHP_DIR")) {
+        CHECK(!"STORH_PHP_DIR names the PHP storh checkout");
+        return;
+    }
+    const char *extra[] = {"--max-open-engines", "4", "--log-segment-bytes", STR(PHP_SEGMENT),
+                           "--access-log=false", NULL};
+    if (daemon_start(&d, NULL, extra) != 0) {
+        CHECK(!"storhd started");
+        return;
+    }
+    char script[PATH_MAX + 16], line[128], path[64], body[64];
+    snprintf(script, sizeof script, "%s/writer.php", d.root);
+    FILE *f = fopen(script, "w");
+    CHECK(f && fputs(php_script, f) >= 0 && fclose(f) == 0);
+    resp r = call("POST", "/v1/logs/shared", "{\"c\":-1}"); /* the log exists for PHP */
+    CHECK_INT(r.status, 201);
+    done(&r);
+    FILE *php = php_begin(script, "write");
+    CHECK(php != NULL);
+    long bad = 0;
+    for (int i = 0; i < PHP_N; i++) {
+        snprintf(body, sizeof body, "{\"c\":%d}", i);
+        r = call("POST", "/v1/logs/shared", body);
+        bad += r.status != 201;
+        done(&r);
+        for (int k = 0; k < 4; k++) { /* more than the budget: shared is evicted */
+            snprintf(path, sizeof path, "/v1/logs/other%02d", (i * 4 + k) % 12);
+            r = call("POST", path, body);
+            bad += r.status != 201;
+            done(&r);
+        }
+    }
+    php_end(php, line, sizeof line);
+    CHECK_STR(line, "written\n");
+    CHECK_INT(bad, 0);
+
+    /* every record of both writers once, the two interleaved */
+    r = call("GET", "/v1/logs/shared", NULL);
+    CHECK_INT(r.status, 200);
+    static bool c_seen[PHP_N + 1], php_seen[PHP_N];
+    long dup = 0, other = 0, switches = 0;
+    int last = -1; /* 0: storhd's, 1: PHP's */
+    for (const char *l = r.body; *l;) {
+        json_t *j = json_loadb(l, strcspn(l, "\n"), 0, NULL);
+        json_t *data = json_object_get(j, "data");
+        json_t *c = json_object_get(data, "c"), *p = json_object_get(data, "php");
+        json_int_t v = json_integer_value(c ? c : p);
+        if (c && v >= -1 && v < PHP_N) {
+            dup += c_seen[v + 1];
+            c_seen[v + 1] = true;
+        } else if (p && v >= 0 && v < PHP_N) {
+            dup += php_seen[v];
+            php_seen[v] = true;
+        } else {
+            other++;
+        }
+        int who = p != NULL;
+        switches += last >= 0 && who != last;
+        last = who;
+        json_decref(j);
+        l += strcspn(l, "\n");
+        l += *l == '\n';
+    }
+    done(&r);
+    long missing = 0;
+    for (int i = 0; i < PHP_N; i++)
+        missing += !c_seen[i + 1] + !php_seen[i];
+    printf("storhd and PHP storh: %ld missing, %ld twice, %ld switches between writers\n", missing,
+           dup, switches);
+    CHECK_INT(missing, 0);
+    CHECK_INT(dup, 0);
+    CHECK_INT(other, 0);
+    CHECK(switches >= 2); /* the writers overlapped */
+    r = call("GET", "/v1/logs/shared/_verify", NULL);
+    CHECK_INT(r.status, 200);
+    CHECK(strstr(r.body, "\"ok\":true") != NULL);
+    done(&r);
+    r = call("GET", "/metrics", NULL);
+    double reopens = metric(r.body, "storhd_engine_events_total{event=\"reopen\"}");
+    printf("%g reopens\n", reopens);
+    CHECK(reopens >= PHP_N);
+    done(&r);
+    php_end(php_begin(script, "count"), line, sizeof line);
+    snprintf(body, sizeof body, "%d %d\n", 2 * PHP_N + 1, 2 * PHP_N + 1);
+    CHECK_STR(line, body); /* PHP reads them all too, each once */
+    curl_easy_cleanup(conn);
+    conn = NULL;
+    CHECK_INT(daemon_stop(&d), 0);
+    daemon_cleanup(&d);
+}
+
 static const test_case tests[] = {
     {"tenants_under_budget", tenants_under_budget},
     {"over_limit_503", over_limit_503},
+    {"php_writer_while_evicted", php_writer_while_evicted},
 };
 
 static int run_cases(int argc, char **argv);
