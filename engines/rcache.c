@@ -32,6 +32,8 @@ typedef struct node {
     XXH128_hash_t hash;
     size_t bytes;
     struct node *prev, *next; /* LRU: head is the most recent */
+    struct rcache *owner;
+    struct node *gprev, *gnext; /* the process-wide LRU (under gmu) */
 } node;
 
 struct rcache {
@@ -45,6 +47,59 @@ struct rcache {
 
 static _Atomic uint64_t total_hits, total_misses, total_evictions;
 static _Atomic int64_t total_entries, total_bytes;
+
+/* The budget over every cache: one LRU of all nodes. Lock order: a cache's
+ * mu, then gmu; the budget's evictor holds gmu and only try-locks a cache
+ * (a busy cache's oldest entries are skipped, not waited for). */
+static pthread_mutex_t gmu = PTHREAD_MUTEX_INITIALIZER;
+static node *ghead, *gtail;
+static size_t gbytes, gbudget; /* gbudget 0: no process-wide bound */
+static _Atomic uint64_t budget_evictions;
+
+void rcache_set_budget(size_t bytes)
+{
+    pthread_mutex_lock(&gmu);
+    gbudget = bytes;
+    pthread_mutex_unlock(&gmu);
+}
+
+size_t rcache_budget(void)
+{
+    pthread_mutex_lock(&gmu);
+    size_t b = gbudget;
+    pthread_mutex_unlock(&gmu);
+    return b;
+}
+
+uint64_t rcache_budget_evictions(void)
+{
+    return atomic_load(&budget_evictions);
+}
+
+/* Under gmu. */
+static void glink_front(node *n)
+{
+    n->gprev = NULL;
+    n->gnext = ghead;
+    if (ghead)
+        ghead->gprev = n;
+    ghead = n;
+    if (!gtail)
+        gtail = n;
+}
+
+static void gunlink(node *n)
+{
+    if (n->gprev)
+        n->gprev->gnext = n->gnext;
+    else
+        ghead = n->gnext;
+    if (n->gnext)
+        n->gnext->gprev = n->gprev;
+    else
+        gtail = n->gprev;
+    n->gprev = n->gnext = NULL;
+}
 
 rcache *rcache_new(rcache_mode mode, size_t max_entries, size_t max_bytes)
 {
@@ -89,8 +144,11 @@ static void push_front(rcache *c, node *n)
         c->tail = n;
 }
 
-static void drop(rcache *c, node *n)
+/* Under c->mu and gmu. */
+static void drop_locked(rcache *c, node *n)
 {
+    gunlink(n);
+    gbytes -= n->bytes;
     unlink_node(c, n);
     char id[IDMAP_KEY + 1];
     memcpy(id, n->id, IDMAP_KEY);
@@ -100,6 +158,37 @@ static void drop(rcache *c, node *n)
     atomic_fetch_sub(&total_entries, 1);
     json_decref(n->data);
     free(n);
+}
+
+/* Under c->mu. */
+static void drop(rcache *c, node *n)
+{
+    pthread_mutex_lock(&gmu);
+    drop_locked(c, n);
+    pthread_mutex_unlock(&gmu);
+}
+
+/* Least recently used entries of any cache out until the total is within
+ * the budget. Called holding no cache's mu. */
+static void enforce_budget(void)
+{
+    pthread_mutex_lock(&gmu);
+    node *n = gtail;
+    while (gbudget && gbytes > gbudget && n) {
+        rcache *c = n->owner;
+        if (pthread_mutex_trylock(&c->mu) != 0) {
+            n = n->gprev;
+            continue;
+        }
+        node *prev = n->gprev;
+        drop_locked(c, n);
+        c->evictions++;
+        pthread_mutex_unlock(&c->mu);
+        atomic_fetch_add(&total_evictions, 1);
+        atomic_fetch_add(&budget_evictions, 1);
+        n = prev;
+    }
+    pthread_mutex_unlock(&gmu);
 }
 
 void rcache_clear(rcache *c)
@@ -169,6 +258,10 @@ rcache_result rcache_get(rcache *c, const char *id, const char *path, json_t **d
     if (n && still_valid(c, n, path)) {
         unlink_node(c, n);
         push_front(c, n);
+        pthread_mutex_lock(&gmu);
+        gunlink(n);
+        glink_front(n);
+        pthread_mutex_unlock(&gmu);
         r = n->data ? RCACHE_HIT : RCACHE_HIT_ABSENT;
         if (n->data)
             *data = json_incref(n->data);
@@ -200,6 +293,7 @@ void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat
     if (bytes && c->mode == RCACHE_HASH)
         n->hash = XXH3_128bits(bytes, len);
     n->bytes = cost;
+    n->owner = c;
     pthread_mutex_lock(&c->mu);
     node *old = find(c, id);
     if (old)
@@ -213,6 +307,10 @@ void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat
     if (slot) {
         *slot = n;
         push_front(c, n);
+        pthread_mutex_lock(&gmu);
+        glink_front(n);
+        gbytes += cost;
+        pthread_mutex_unlock(&gmu);
         c->bytes += cost;
         atomic_fetch_add(&total_bytes, (int64_t)cost);
         atomic_fetch_add(&total_entries, 1);
@@ -221,6 +319,7 @@ void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat
         free(n);
     }
     pthread_mutex_unlock(&c->mu);
+    enforce_budget();
 }
 
 void rcache_forget(rcache *c, const char *id)

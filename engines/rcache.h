@@ -40,5 +40,12 @@ void rcache_clear(rcache *c);
 void rcache_get_stats(rcache *c, rcache_stats *out);
 /* Process-wide totals over every cache (for /metrics). */
 void rcache_totals(rcache_stats *out);
+/* One bound on the bytes of every cache together (0: none, the default):
+ * the least recently used entries of any cache go first; each cache's own
+ * bounds still apply. */
+void rcache_set_budget(size_t bytes);
+size_t rcache_budget(void);
+/* Entries evicted to keep the total within the budget. */
+uint64_t rcache_budget_evictions(void);
 
 #endif

@@ -24,13 +24,19 @@ int storh_err_sys(storh_err *err, int errnum, const char *fmt, ...)
         code = STORH_ENOSPC;
     else if (errnum == ENOMEM)
         code = STORH_ENOMEM;
+    else if (errnum == EMFILE || errnum == ENFILE)
+        code = STORH_ELIMIT;
     if (err) {
         va_list ap;
         va_start(ap, fmt);
         int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* name the limit that was hit, so an operator knows what to raise */
+        const char *limit = errnum == EMFILE   ? ": the process descriptor limit, RLIMIT_NOFILE"
+                            : errnum == ENFILE ? ": the system-wide file table, fs.file-max"
+                                               : "";
         if (n >= 0 && (size_t)n < sizeof err->msg)
-            snprintf(err->msg + n, sizeof err->msg - (size_t)n, " (%s)", strerror(errnum));
+            snprintf(err->msg + n, sizeof err->msg - (size_t)n, " (%s%s)", strerror(errnum), limit);
         err->code = code;
     }
     return code;
@@ -63,6 +69,8 @@ const char *storh_err_name(int code)
         return "unavailable";
     case STORH_ETIMEOUT:
         return "timeout";
+    case STORH_ELIMIT:
+        return "resource_limit";
     default:
         return "error";
     }

@@ -17,7 +17,10 @@ enum {
     STORH_ESCHEMA = -8,   /* schema violation */
     STORH_ETOOBIG = -9,   /* input over a configured bound */
     STORH_EUNAVAIL = -10, /* a dependency is down or saturated */
-    STORH_ETIMEOUT = -11  /* a dependency did not answer in time */
+    STORH_ETIMEOUT = -11, /* a dependency did not answer in time */
+    /* A resource limit was hit: descriptors (EMFILE, ENFILE) or the budget
+     * of open engines. Worth a retry once load drops. */
+    STORH_ELIMIT = -12
 };
 
 typedef struct storh_err {
@@ -29,8 +32,9 @@ typedef struct storh_err {
 int storh_err_set(storh_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Like storh_err_set for a failed system call: ENOSPC/EDQUOT map to
- * STORH_ENOSPC, ENOMEM to STORH_ENOMEM, everything else to STORH_EIO; the
- * strerror text is appended to the message. */
+ * STORH_ENOSPC, ENOMEM to STORH_ENOMEM, EMFILE/ENFILE to STORH_ELIMIT,
+ * everything else to STORH_EIO; the strerror text (and for EMFILE/ENFILE
+ * the limit's name) is appended to the message. */
 int storh_err_sys(storh_err *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* A short stable name for a code: "invalid", "not_found", ... */

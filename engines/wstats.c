@@ -73,6 +73,16 @@ void wstats_poisoned(wstats_kind kind, const char *name, int errnum)
     pthread_mutex_unlock(&poison_mu);
 }
 
+bool wstats_is_poisoned(wstats_kind kind, const char *name)
+{
+    pthread_mutex_lock(&poison_mu);
+    bool seen = false;
+    for (size_t i = 0; i < npoisoned && !seen; i++)
+        seen = poisoned[i].kind == kind && !strcmp(poisoned[i].name, name);
+    pthread_mutex_unlock(&poison_mu);
+    return seen;
+}
+
 size_t wstats_poisoned_list(wstats_store *out, size_t max)
 {
     pthread_mutex_lock(&poison_mu);

@@ -6,6 +6,7 @@
 #ifndef STORH_WSTATS_H
 #define STORH_WSTATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,9 @@ const char *wstats_kind_name(wstats_kind kind);
 
 /* Records that the store refuses writes from now on (idempotent). */
 void wstats_poisoned(wstats_kind kind, const char *name, int errnum);
+/* Whether the store was poisoned (so an engine cache keeps it open: a
+ * reopen would take writes again before a restart). */
+bool wstats_is_poisoned(wstats_kind kind, const char *name);
 /* Copies up to max poisoned stores to out; returns how many there are. */
 size_t wstats_poisoned_list(wstats_store *out, size_t max);
 

@@ -11,11 +11,13 @@
 #   fuzzing    each libFuzzer target for FUZZ_SECONDS (default 300)
 #   load       bench/http/load.sh: 60 s per route at saturation, 10,000 JWTs
 #   memcheck   the whole test suite under valgrind (scripts/memcheck.sh)
+#   tenants    STORHD_TENANTS (default 5000) logs, queues and collections
+#              under a descriptor limit of 256 (tests/fault/test_tenants.c)
 #   scripts/hardening.sh [suite ...]   (default: all, about 45 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh wrk jq python3-jsonschema valgrind e2fsprogs >/dev/null
-suites=${*:-crash powercut diskfull security fuzz load memcheck}
+suites=${*:-crash powercut diskfull security fuzz load memcheck tenants}
 out=build/hardening
 mkdir -p "$out"
 : >"$out/summary.txt"
@@ -48,6 +50,7 @@ for s in $suites; do
   fuzz) FUZZ_SECONDS=${FUZZ_SECONDS:-300} suite fuzz "executions" scripts/fuzz.sh || failed=1 ;;
   load) suite load "^(doc-|log-|queue-|rpc-|jwt |load)" bench/http/load.sh || failed=1 ;;
   memcheck) suite memcheck "tests passed|^memcheck:" scripts/memcheck.sh || failed=1 ;;
+  tenants) STORHD_TENANTS=${STORHD_TENANTS:-5000} suite tenants "tenants:" build/test/tests/test_tenants tenants_under_budget || failed=1 ;;
   *) echo "no suite $s" && failed=1 ;;
   esac
 done

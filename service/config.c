@@ -87,6 +87,12 @@ static const opt_def opts[] = {
      "how a group of document writes is made durable: syncfs (one call per step), fsync "
      "(each file and directory, in parallel) or auto (syncfs for groups of 4 or more on "
      "Linux >= 5.8; default)"},
+    {"max-open-engines", "STORHD_MAX_OPEN_ENGINES", OPT_INT, OFF(max_open_engines),
+     "logs, queues and collections open at once; idle ones are closed and reopened on use "
+     "(default: from the descriptor limit and the memory limit)"},
+    {"cache-bytes-total", "STORHD_CACHE_BYTES_TOTAL", OPT_SIZE, OFF(cache_bytes_total),
+     "record cache bytes over all collections (default: a quarter of the memory limit, the "
+     "cgroup's when there is one)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 

@@ -41,6 +41,10 @@ typedef struct config {
     int cache_entries;      /* per collection; 0 turns the cache off */
     size_t cache_bytes;     /* per collection */
     char *doc_sync;         /* auto, syncfs, fsync: durability step of grouped doc writes */
+    /* engines open at once; 0: derived from the descriptor limit (budget) */
+    int max_open_engines;
+    /* record cache bytes over all collections; 0: from the memory limit */
+    size_t cache_bytes_total;
 } config;
 
 /* Fills cfg from argv and the environment. Returns 0 to run, 1 when --help

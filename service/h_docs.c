@@ -16,7 +16,8 @@ docstore *h_docs_store(http_req *req, bool fail_mode)
 {
     docstore *ds = NULL;
     storh_err err;
-    if (registry_docstore(http_service(req)->reg, http_param(req, "collection"), &ds, &err)) {
+    if (registry_docstore(http_service(req)->reg, http_engines(req), http_param(req, "collection"),
+                          &ds, &err)) {
         if (fail_mode)
             http_fail_storh(req, &err);
         else

@@ -36,7 +36,7 @@ static seglog *log_for(http_req *req, int64_t ts_ms, bool create)
     o.partition_ts_ms = ts_ms;
     seglog *s = NULL;
     storh_err err;
-    if (registry_seglog(svc->reg, name, &o, create, &s, &err)) {
+    if (registry_seglog(svc->reg, http_engines(req), name, &o, create, &s, &err)) {
         http_reply_storh(req, &err);
         return NULL;
     }
@@ -51,7 +51,7 @@ bool h_logs_set(http_req *req, logset *ls)
     if (!stream_opts(req, &o))
         return false;
     storh_err err;
-    if (registry_logset(svc->reg, name, &o, ls, &err)) {
+    if (registry_logset(svc->reg, http_engines(req), name, &o, ls, &err)) {
         http_reply_storh(req, &err);
         return false;
     }

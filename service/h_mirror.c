@@ -42,18 +42,20 @@ static mirror *mirror_for(http_req *req)
 }
 
 /* Release with source_done. A log is created if missing (a pull may
- * restore into it); reads see every partition. */
-static int source_for(service *svc, const mirror_coll *c, mirror_source *src, storh_err *err)
+ * restore into it); reads see every partition. Every engine is held by h
+ * until registry_release. */
+static int source_for(service *svc, registry_holder *h, const mirror_coll *c, mirror_source *src,
+                      storh_err *err)
 {
     memset(src, 0, sizeof *src);
     if (!c->is_log)
-        return registry_docstore(svc->reg, c->name, &src->ds, err);
+        return registry_docstore(svc->reg, h, c->name, &src->ds, err);
     seglog_opts o;
     char msg[160];
     if (config_log_opts(&svc->cfg, c->name, &o, msg, sizeof msg))
         return storh_err_set(err, STORH_EINVAL, "%s", msg);
-    int rc = registry_seglog(svc->reg, c->name, &o, true, &src->log, err);
-    return rc ? rc : registry_logset(svc->reg, c->name, &o, &src->logs, err);
+    int rc = registry_seglog(svc->reg, h, c->name, &o, true, &src->log, err);
+    return rc ? rc : registry_logset(svc->reg, h, c->name, &o, &src->logs, err);
 }
 
 static void source_done(mirror_source *src)
@@ -123,8 +125,12 @@ static int each_collection(http_req *req, coll_op op, json_t *acc)
         json_decref(declared);
         const mirror_coll *c = mirror_find(m, name, is_log, &err);
         mirror_source src = {0};
-        bool failed = !c || source_for(svc, c, &src, &err) || op(m, c, &src, acc, &err);
+        /* one collection held at a time: a push over every collection must
+         * not need room for all of them */
+        registry_holder h = {0};
+        bool failed = !c || source_for(svc, &h, c, &src, &err) || op(m, c, &src, acc, &err);
         source_done(&src);
+        registry_release(svc->reg, &h);
         if (failed) {
             http_reply_storh(req, &err);
             rc = -1;
@@ -240,7 +246,8 @@ static int flush_work(http_req *req)
     if (!m) {
     } else if (!name || !route_valid_name(name)) {
         http_reply_error(req, 400, "Body: collection must be a collection name.");
-    } else if (!(c = mirror_find(m, name, false, &err)) || source_for(svc, c, &src, &err) ||
+    } else if (!(c = mirror_find(m, name, false, &err)) ||
+               source_for(svc, http_engines(req), c, &src, &err) ||
                mirror_flush(m, c, &src, json_object_get(body, "ids"), &out, &err)) {
         http_reply_storh(req, &err);
     } else {
@@ -282,11 +289,15 @@ static void push_all(service *svc, mirror *m)
         json_decref(declared);
         const mirror_coll *c = mirror_find(m, json_string_value(v), is_log, &err);
         mirror_source src = {0};
-        if (!c || source_for(svc, c, &src, &err) || mirror_push(m, c, &src, acc, &err))
+        registry_holder h = {0};
+        bool failed =
+            !c || source_for(svc, &h, c, &src, &err) || mirror_push(m, c, &src, acc, &err);
+        source_done(&src);
+        registry_release(svc->reg, &h);
+        if (failed)
             accesslog_event("background push failed",
                             json_pack("{ssssss}", "mirror", m->name, "collection",
                                       json_string_value(v), "error", err.msg));
-        source_done(&src);
     }
     json_decref(acc);
     json_decref(names);

@@ -17,7 +17,8 @@ static queue *queue_for(http_req *req, bool create, bool quiet_missing)
 {
     queue *q = NULL;
     storh_err err;
-    if (registry_queue(http_service(req)->reg, http_param(req, "queue"), create, &q, &err)) {
+    if (registry_queue(http_service(req)->reg, http_engines(req), http_param(req, "queue"), create,
+                       &q, &err)) {
         if (!(quiet_missing && err.code == STORH_ENOTFOUND))
             http_reply_storh(req, &err);
         return NULL;

@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "http.h"
 #include "metrics.h"
 #include "routes.h"
@@ -60,7 +61,17 @@ static int readyz_work(http_req *req)
         json_object_set_new(checks, "postgres", json_string(up ? "ok" : "unreachable"));
         ok = ok && up;
     }
-    json_t *o = json_pack("{sssO}", "status", ok ? "ready" : "not_ready", "checks", checks);
+    char cause[256];
+    bool degraded = budget_degraded(cause, sizeof cause);
+    /* a limit hit in the last seconds: out of rotation until load drops */
+    if (degraded)
+        json_object_set_new(checks, "resources", json_string(cause));
+    json_t *o = json_pack("{sssO}", "status",
+                          degraded ? "degraded"
+                          : ok     ? "ready"
+                                   : "not_ready",
+                          "checks", checks);
+    ok = ok && !degraded;
     json_decref(checks);
     return http_reply_owned(req, ok ? 200 : 503, o);
 }

@@ -16,6 +16,7 @@
 #include "accesslog.h"
 #include "apierr.h"
 #include "auth.h"
+#include "budget.h"
 #include "metrics.h"
 #include "sjson.h"
 
@@ -50,6 +51,7 @@ struct http_req {
     int (*deferred)(http_req *req); /* set by http_defer, run on the pool */
     bool suspended, parked;
     bool verify_pending; /* the token is not in the cache: verified on the pool */
+    registry_holder engines; /* released when the request is freed */
 };
 
 static uint64_t now_us(void)
@@ -65,6 +67,8 @@ static void req_unref(http_req *req)
         return;
     if (req->state_free)
         req->state_free(req->state);
+    if (req->svc) /* after the state, which may still use an engine */
+        registry_release(req->svc->reg, &req->engines);
     if (req->resp)
         MHD_destroy_response(req->resp);
     buf_free(&req->body);
@@ -77,6 +81,11 @@ static void req_unref(http_req *req)
 service *http_service(http_req *req)
 {
     return req->svc;
+}
+
+registry_holder *http_engines(http_req *req)
+{
+    return &req->engines;
 }
 
 const char *http_param(http_req *req, const char *name)
@@ -215,7 +224,19 @@ static int reply_errorv(http_req *req, int status, const char *fmt, va_list ap)
     json_decref(body);
     int rc = http_reply_bytes(req, status, "application/json", b.data, b.len);
     buf_free(&b);
+    if (status == 503) /* a limit or a dependency: worth another try soon */
+        http_header_add(req, "Retry-After", "1");
     return rc;
+}
+
+/* Out of descriptors, memory or engine room: /readyz says so for a while,
+ * and idle engines give their descriptors back for the retry. */
+static void note_limit(http_req *req, const storh_err *err)
+{
+    if (err->code == STORH_ELIMIT || err->code == STORH_ENOMEM)
+        budget_note_exhausted(err->msg);
+    if (err->code == STORH_ELIMIT)
+        registry_shed_idle(req->svc->reg);
 }
 
 int http_reply_error(http_req *req, int status, const char *fmt, ...)
@@ -230,6 +251,8 @@ int http_reply_error(http_req *req, int status, const char *fmt, ...)
 int http_reply_bulk(http_req *req, int rc, size_t written, size_t staged, const storh_err *err)
 {
     if (rc)
+        note_limit(req, err);
+    if (rc)
         return http_reply_error(req, apierr_status(rc), "%s (%zu of %zu rows written)", err->msg,
                                 written, staged);
     return http_reply_owned(req, 200, json_pack("{sI}", "written", (json_int_t)written));
@@ -237,6 +260,7 @@ int http_reply_bulk(http_req *req, int rc, size_t written, size_t staged, const 
 
 int http_reply_storh(http_req *req, const storh_err *err)
 {
+    note_limit(req, err);
     return http_reply_error(req, apierr_status(err->code), "%s", err->msg);
 }
 
@@ -255,6 +279,7 @@ int http_fail(http_req *req, int status, const char *fmt, ...)
 
 int http_fail_storh(http_req *req, const storh_err *err)
 {
+    note_limit(req, err);
     return http_fail(req, apierr_status(err->code), "%s", err->msg);
 }
 

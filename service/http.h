@@ -26,6 +26,9 @@ int http_port(const http_server *s);
 
 /* ---- for handlers ---- */
 service *http_service(http_req *req);
+/* The request's holder for registry calls: what it holds stays open until
+ * the request (and any streamed response) is done. */
+registry_holder *http_engines(http_req *req);
 /* Path param by name (validated by the router), or NULL. */
 const char *http_param(http_req *req, const char *name);
 /* Query argument, or NULL. */

@@ -8,6 +8,7 @@
 
 #include "accesslog.h"
 #include "docgroup.h"
+#include "budget.h"
 #include "fsx.h"
 #include "auth.h"
 #include "rpc.h"
@@ -15,6 +16,7 @@
 #include "http.h"
 #include "longpoll.h"
 #include "metrics.h"
+#include "rcache.h"
 #include "routes.h"
 #include "service.h"
 
@@ -85,8 +87,14 @@ int main(int argc, char **argv)
     if (config_doc_sync(&svc.cfg) >= 0)
         docgroup_set_default_mode((docgroup_sync)config_doc_sync(&svc.cfg));
     svc.routes = routes_table(&svc.nroutes);
+    budget_init(&svc.cfg, svc.cfg.rpc_conninfo ? (size_t)svc.cfg.rpc_pool : 0,
+                svc.cfg.mirrors ? json_object_size(svc.cfg.mirrors) : 1, &svc.budget);
+    svc.cfg.max_conns = svc.budget.max_conns;
+    rcache_set_budget(svc.budget.cache_bytes_total);
     svc.reg = registry_new(svc.cfg.root, config_cache_mode(&svc.cfg), (size_t)svc.cfg.cache_entries,
-                           svc.cfg.cache_bytes);
+                           svc.cfg.cache_bytes, svc.budget.max_open_engines);
+    if (svc.reg)
+        registry_set_fd_safe(svc.reg, svc.budget.fd_safe_engines);
     svc.pool = workpool_new(svc.cfg.workers);
     if (!svc.reg || !svc.pool || metrics_init(svc.routes, svc.nroutes) != 0 ||
         longpoll_start() != 0) {
@@ -116,6 +124,12 @@ int main(int argc, char **argv)
                               svc.auth   ? "RS256 JWT on /v1 and /rpc"
                               : loopback ? "none: no JWT key configured, serving on loopback only"
                                          : "none: --insecure-no-auth"));
+    accesslog_event("budget", json_pack("{sIsIsIsIsssI}", "fd_limit", (json_int_t)svc.budget.nofile,
+                                        "max_conns", (json_int_t)svc.budget.max_conns,
+                                        "max_open_engines", (json_int_t)svc.budget.max_open_engines,
+                                        "memory_limit", (json_int_t)svc.budget.memory_limit,
+                                        "memory_from", svc.budget.memory_from, "cache_bytes_total",
+                                        (json_int_t)svc.budget.cache_bytes_total));
     int sig = 0;
     sigwait(&set, &sig);
     accesslog_event("stopping", json_pack("{si}", "signal", sig));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "budget.h"
 #include "docgroup.h"
 #include "estats.h"
 #include "longpoll.h"
@@ -477,6 +478,7 @@ void metrics_render(buf *out, service *svc)
     render_docgroup(out);
     render_queues(out, svc);
     render_caches(out, svc);
+    budget_render_metrics(out, &svc->budget, svc->reg);
     render_mirrors(out, svc);
     render_process(out, svc);
 }

@@ -24,8 +24,8 @@ static const struct {
     {415, "The Content-Type is not the route's media type."},
     {422, "The record violates the collection's schema (the message names the field)."},
     {500, "Internal error (I/O or corrupt data); nothing was acknowledged."},
-    {503, "Out of memory, a dependency unavailable, or the page RPC's PostgreSQL pool saturated; "
-          "retry later (Retry-After, when given)."},
+    {503, "Out of memory or descriptors, the open-engine budget full, a dependency unavailable, "
+          "or the page RPC's PostgreSQL pool saturated; retry after Retry-After."},
     {504, "The page RPC's PostgreSQL call ran over --rpc-timeout and was cancelled."},
     {507, "The disk is full; nothing was written."},
 };
@@ -304,6 +304,10 @@ static json_t *error_responses(void)
             json_object_set_new(o, "headers",
                                 json_pack("{s{ss}}", "WWW-Authenticate", "$ref",
                                           "#/components/headers/WWW-Authenticate"));
+        if (st == 503)
+            json_object_set_new(
+                o, "headers",
+                json_pack("{s{ss}}", "Retry-After", "$ref", "#/components/headers/Retry-After"));
         json_object_set_new(out, key, o);
     }
     return out;

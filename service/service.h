@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "budget.h"
 #include "config.h"
 #include "registry.h"
 #include "route.h"
@@ -20,6 +21,7 @@ typedef struct service {
     struct rpc *rpc;         /* NULL: no page RPC configured */
     struct mirror **mirrors; /* from the config's "mirrors" (or the default) */
     size_t nmirrors;
+    budget budget; /* descriptors and memory, decided at start */
 } service;
 
 #endif

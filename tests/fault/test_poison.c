@@ -3,7 +3,10 @@
  * commit fsync of the store named doomed reports EIO). The failed append is
  * not acknowledged, later appends to that store are refused, other stores
  * keep working, /readyz turns 503 naming the store, and /metrics counts it.
- * A restart without the fault makes the store writable and /readyz green. */
+ * With two open engines at most, writes to other stores evict the idle
+ * engines, but not the poisoned one: its writes stay refused (a reopen
+ * would take them again). A restart without the fault makes the store
+ * writable and /readyz green. */
 #include <curl/curl.h>
 #include <stdlib.h>
 
@@ -55,6 +58,40 @@ TEST(failed_fsync_poisons_the_store_and_readyz_names_it)
     client_free(&r);
 }
 
+/* The metric line's value (after "name "), -1 if absent. */
+static long long metric(const char *body, const char *name)
+{
+    char key[160];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *p = strstr(body, key);
+    return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+TEST(evictions_keep_the_poisoned_store_open_and_refusing)
+{
+    for (int i = 0; i < 6; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/v1/logs/other%d", i);
+        client_resp r = call("POST", path, "{\"n\":1}");
+        CHECK_INT(r.status, 201);
+        client_free(&r);
+    }
+    client_resp r = call("GET", "/metrics", NULL);
+    CHECK(metric(r.body, "storhd_engine_events_total{event=\"eviction\"}") >= 5);
+    CHECK_INT(metric(r.body, "storhd_engines_budget"), 2);
+    client_free(&r);
+    r = call("POST", "/v1/logs/doomed", "{\"n\":4}");
+    CHECK(r.status >= 500);
+    CHECK(strstr(r.body, "refused until storhd is restarted") != NULL);
+    client_free(&r);
+    r = call("GET", "/metrics", NULL); /* doomed was never closed, so never reopened */
+    CHECK_INT(metric(r.body, "storhd_engine_events_total{event=\"reopen\"}"), 0);
+    client_free(&r);
+    r = call("GET", "/v1/logs/other5/_stats", NULL);
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+}
+
 TEST(restart_without_the_fault_serves_the_store_again)
 {
     char root[PATH_MAX];
@@ -76,6 +113,8 @@ TEST(restart_without_the_fault_serves_the_store_again)
 static const test_case tests[] = {
     {"failed_fsync_poisons_the_store_and_readyz_names_it",
      failed_fsync_poisons_the_store_and_readyz_names_it},
+    {"evictions_keep_the_poisoned_store_open_and_refusing",
+     evictions_keep_the_poisoned_store_open_and_refusing},
     {"restart_without_the_fault_serves_the_store_again",
      restart_without_the_fault_serves_the_store_again},
 };
@@ -86,7 +125,8 @@ int main(int argc, char **argv)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     setenv("STORH_FAULT_FAIL", "fsync:doomed", 1);
-    if (daemon_start(&d, NULL, NULL) != 0) {
+    static const char *const small[] = {"--max-open-engines", "2", NULL};
+    if (daemon_start(&d, NULL, small) != 0) {
         fprintf(stderr, "could not start storhd\n");
         return 1;
     }
