@@ -207,7 +207,7 @@ void docindex_rset_free(rset *s)
     idmap_free(&s->ids);
 }
 
-static void rset_apply_line(rset *s, const json_t *line)
+void docindex_rset_apply_line(rset *s, const json_t *line)
 {
     json_t *key = json_object_get(line, "key"), *value = json_object_get(line, "value");
     json_t *add = json_object_get(line, "ids"), *rem = json_object_get(line, "remove");
@@ -271,7 +271,7 @@ static int rset_read_file(rset *s, const char *path, storh_err *err)
             if (!json_is_object(line) || !json_is_string(json_object_get(line, "key")))
                 rc = storh_err_set(err, STORH_ECORRUPT, "Malformed range index line: %s", path);
             else
-                rset_apply_line(s, line);
+                docindex_rset_apply_line(s, line);
             json_decref(line);
         }
         pos = end + 1;
@@ -343,19 +343,19 @@ static int tail_repair(int fd, const char *path, bool *lf, storh_err *err)
     return rc;
 }
 
-int docindex_append_synced(const char *path, const char *data, size_t len, storh_err *err)
+int docindex_append(const char *path, const char *data, size_t len, bool sync, bool *created,
+                    storh_err *err)
 {
     char dir[PATH_MAX];
     fsx_dirname(path, dir, sizeof dir);
+    *created = false;
     int rc = fsx_mkdirs(dir, true, err);
     if (rc)
         return rc;
-    /* a file this call creates is durable only once its directory is synced */
-    bool created = false;
     int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) {
         fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        created = fd >= 0;
+        *created = fd >= 0;
         if (fd < 0 && errno == EEXIST)
             fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
     }
@@ -372,11 +372,24 @@ int docindex_append_synced(const char *path, const char *data, size_t len, storh
         return storh_err_sys(err, e, "Could not write storage file: %s", path);
     }
     ssize_t w = write(fd, data, len);
-    if (w != (ssize_t)len || fsync(fd) != 0) {
+    if (w != (ssize_t)len || (sync && fsync(fd) != 0)) {
         int e = w < 0 ? errno : (w != (ssize_t)len ? ENOSPC : errno);
         close(fd);
         return storh_err_sys(err, e, "Could not write storage file: %s", path);
     }
-    close(fd);
-    return created ? fsx_fsync_dir(dir, err) : 0;
+    if (close(fd) != 0)
+        return storh_err_sys(err, errno, "Could not write storage file: %s", path);
+    return 0;
+}
+
+int docindex_append_synced(const char *path, const char *data, size_t len, storh_err *err)
+{
+    bool created;
+    int rc = docindex_append(path, data, len, true, &created, err);
+    if (rc || !created)
+        return rc;
+    /* a file this call created is durable only once its directory is synced */
+    char dir[PATH_MAX];
+    fsx_dirname(path, dir, sizeof dir);
+    return fsx_fsync_dir(dir, err);
 }

@@ -43,9 +43,15 @@ typedef struct rset {
 } rset;
 
 void docindex_rset_free(rset *s);
+void docindex_rset_apply_line(rset *s, const json_t *line);
 int docindex_rset_load(docindex *ix, const char *field, rset *s, storh_err *err);
 void docindex_range_line(buf *out, const char *rk, const json_t *value, const char *add,
                          const char *remove);
+/* Appends data to a delta file (created with its directories if missing),
+ * after completing or cutting a torn tail; fsynced with sync, else the
+ * caller owes the barrier, and the directory fsync when *created. */
+int docindex_append(const char *path, const char *data, size_t len, bool sync, bool *created,
+                    storh_err *err);
 int docindex_append_synced(const char *path, const char *data, size_t len, storh_err *err);
 
 static inline bool docindex_is_plain(const idxdef *d)
