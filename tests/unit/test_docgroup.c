@@ -3,7 +3,9 @@
  * write alone), groups really share their syncs, two writes to one id are
  * answered in the order they were applied, and a failure inside a group
  * fails the group and poisons the collection's writes. Run in both
- * durability modes (syncfs, parallel fsyncs). */
+ * durability modes (syncfs, parallel fsyncs). Indexed groups publish their
+ * index changes with the group: no index file is fsynced on its own, and the
+ * index equals the records afterwards. */
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
