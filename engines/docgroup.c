@@ -13,6 +13,7 @@
 
 #include "docstore_int.h"
 #include "estats.h"
+#include "fault.h"
 #include "fsx.h"
 #include "wstats.h"
 
@@ -125,11 +126,12 @@ int docgroup_check(docgroup *g, storh_err *err)
 /* One op under the collection lock. 0, an op-only failure (in op->rc), or a
  * group failure (returned, err filled: the disk failed, something may be
  * half-applied). */
-static int apply(docstore *ds, docgroup_op *op, bool indexed, storh_err *err)
+static int apply(docstore *ds, docgroup_op *op, docindex_batch *ib, storh_err *err)
 {
     json_t *old = NULL;
+    bool indexed = ib != NULL;
     if (indexed && !op->del)
-        op->rc = docindex_check_unique(&ds->ix, op->id, op->data, err);
+        op->rc = docindex_batch_check_unique(ib, op->id, op->data, err);
     if (indexed && !op->rc)
         op->rc = docstore_old_record(ds, op->id, &old, err);
     if (op->rc == STORH_EIO || op->rc == STORH_ENOSPC)
@@ -158,7 +160,7 @@ static int apply(docstore *ds, docgroup_op *op, bool indexed, storh_err *err)
     if (ds->cache)
         rcache_forget(ds->cache, op->id);
     if (!rc && indexed && (op->applied || (op->del && op->existed))) {
-        rc = docindex_update(&ds->ix, op->id, old, op->del ? NULL : op->data, err);
+        rc = docindex_batch_update(ib, op->id, old, op->del ? NULL : op->data, err);
         if (rc && rc != STORH_EIO && rc != STORH_ENOSPC) {
             /* not the disk failing (a corrupt index file): this op fails
              * with its record applied and its index entries not, as a single
@@ -228,6 +230,62 @@ static int sync_parallel(docgroup *g, const char **paths, size_t n, storh_err *e
     return rc;
 }
 
+/* Remembers the directory d for the group's directory fsyncs (fsyncs it at
+ * once when the list is full). */
+static int add_dir(char (*dirs)[PATH_MAX], size_t *ndirs, const char *d, uint64_t *syncs,
+                   storh_err *err)
+{
+    for (size_t j = 0; j < *ndirs; j++)
+        if (!strcmp(dirs[j], d))
+            return 0;
+    if (*ndirs < GROUP_MAX_DIRS) {
+        memcpy(dirs[(*ndirs)++], d, PATH_MAX);
+        return 0;
+    }
+    (*syncs)++;
+    return fsx_fsync_dir(d, err);
+}
+
+/* The durability step of n files (temps written, lines appended): one
+ * syncfs, or their fsyncs in parallel. */
+static int sync_files(docstore *ds, docgroup *g, bool fs, const char **paths, size_t n,
+                      uint64_t *syncs, storh_err *err)
+{
+    if (!n)
+        return 0;
+    if (fs) {
+        (*syncs)++;
+        if (syncfs(g->sync_fd) != 0)
+            return storh_err_sys(err, errno, "Could not sync staged files of %s", ds->dir);
+        estats_add(ESTAT_FSYNC_FS, 1);
+        return 0;
+    }
+    *syncs += n;
+    estats_add(ESTAT_FSYNC_FILE, n);
+    return sync_parallel(g, paths, n, err);
+}
+
+/* Under the lock, after the records' renames: the group's index changes
+ * become durable in one step, then replace the entry files (their
+ * directories join dirs for the group's directory step). */
+static int publish_index(docstore *ds, docgroup *g, docindex_batch *ib, bool fs,
+                         char (*dirs)[PATH_MAX], size_t *ndirs, uint64_t *syncs, storh_err *err)
+{
+    const char **files;
+    size_t nfiles, nidirs;
+    char(*idirs)[PATH_MAX];
+    int rc = docindex_batch_stage(ib, &files, &nfiles, err);
+    if (!rc)
+        rc = sync_files(ds, g, fs, files, nfiles, syncs, err);
+    if (!rc)
+        fault_point("docgroup.index.staged");
+    if (!rc)
+        rc = docindex_batch_publish(ib, &idirs, &nidirs, err);
+    for (size_t j = 0; !rc && j < nidirs; j++)
+        rc = add_dir(dirs, ndirs, idirs[j], syncs, err);
+    return rc;
+}
+
 /* The leader's work for the ops of one group, in queue order. 0, or a group
  * failure (err filled); *poison tells whether it may have left something
  * half-applied or in doubt (a failure before the barrier or the lock did
@@ -249,20 +307,12 @@ static int publish(docstore *ds, docgroup *g, docgroup_op *ops, uint64_t *syncs,
               (g->mode == DOCGROUP_SYNC_AUTO && nops >= DOCGROUP_SYNCFS_MIN);
     /* every temp durable before any rename: one barrier for the group */
     int rc = 0;
-    if (nputs && fs) {
-        if (syncfs(g->sync_fd) != 0)
-            rc = storh_err_sys(err, errno, "Could not sync staged records of %s", ds->dir);
-        else
-            estats_add(ESTAT_FSYNC_FS, 1);
-        (*syncs)++;
-    } else if (nputs) {
+    if (nputs) {
         size_t n = 0;
         for (docgroup_op *op = ops; op; op = op->next)
             if (!op->del)
                 paths[n++] = op->tmp;
-        rc = sync_parallel(g, paths, n, err);
-        estats_add(ESTAT_FSYNC_FILE, n);
-        *syncs += n;
+        rc = sync_files(ds, g, fs, paths, n, syncs, err);
     }
     /* a failed fsync is reported once: later temps may be gone too */
     *poison = rc != 0;
@@ -272,26 +322,21 @@ static int publish(docstore *ds, docgroup *g, docgroup_op *ops, uint64_t *syncs,
         free(paths);
         return rc;
     }
-    bool indexed = docindex_active(&ds->ix);
+    docindex_batch *ib = NULL;
+    if (docindex_active(&ds->ix))
+        rc = docindex_batch_begin(&ds->ix, &ib, err);
     size_t ndirs = 0;
     for (docgroup_op *op = ops; !rc && op; op = op->next) {
-        rc = apply(ds, op, indexed, err);
+        rc = apply(ds, op, ib, err);
         if (rc || !(op->applied || (op->del && op->existed)))
             continue;
         char d[PATH_MAX];
         fsx_dirname(op->final, d, sizeof d);
-        size_t j = 0;
-        while (j < ndirs && strcmp(dirs[j], d) != 0)
-            j++;
-        if (j < ndirs)
-            continue;
-        if (ndirs < GROUP_MAX_DIRS) {
-            memcpy(dirs[ndirs++], d, PATH_MAX);
-        } else {
-            rc = fsx_fsync_dir(d, err);
-            (*syncs)++;
-        }
+        rc = add_dir(dirs, &ndirs, d, syncs, err);
     }
+    if (!rc && ib)
+        rc = publish_index(ds, g, ib, fs, dirs, &ndirs, syncs, err);
+    docindex_batch_free(ib);
     if (fs && ndirs) { /* one barrier for every touched directory */
         if (syncfs(g->sync_fd) != 0 && !rc)
             rc = storh_err_sys(err, errno, "Could not sync renamed records of %s", ds->dir);

@@ -61,6 +61,24 @@ int docindex_check_unique(docindex *ix, const char *id, const json_t *data, stor
 int docindex_update(docindex *ix, const char *id, const json_t *old, const json_t *nw,
                     storh_err *err);
 
+/* The index changes of a group of writes (docgroup), under the collection
+ * lock: unique checks and updates see the group's earlier changes; then
+ * stage writes every changed entry file's new content to a temp and
+ * appends the range lines, none synced (*files: what the caller makes
+ * durable); then publish renames the temps over the entries (or unlinks
+ * emptied ones) without directory fsyncs (*dirs: what the caller syncs
+ * before acknowledging). The arrays belong to the batch. Free unlinks the
+ * temps of an unpublished batch. */
+typedef struct docindex_batch docindex_batch;
+int docindex_batch_begin(docindex *ix, docindex_batch **out, storh_err *err);
+int docindex_batch_check_unique(docindex_batch *b, const char *id, const json_t *data,
+                                storh_err *err);
+int docindex_batch_update(docindex_batch *b, const char *id, const json_t *old, const json_t *nw,
+                          storh_err *err);
+int docindex_batch_stage(docindex_batch *b, const char ***files, size_t *n, storh_err *err);
+int docindex_batch_publish(docindex_batch *b, char (**dirs)[PATH_MAX], size_t *n, storh_err *err);
+void docindex_batch_free(docindex_batch *b);
+
 /* Rebuild: delete entries/, then add every record, then write files. */
 typedef struct docindex_build docindex_build;
 int docindex_build_begin(docindex *ix, docindex_build **out, storh_err *err);

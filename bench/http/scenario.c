@@ -131,6 +131,29 @@ static int prep_doc_get(const scenario *sc, const scenario_ctx *ctx, scenario_pl
     return ok ? 0 : -1;
 }
 
+/* doc-post-ix: the collection gets an equality index on "req" (a new value
+ * per request, so every write creates an equality file; not unique, as the
+ * warm-up and the measured run send the same values) and a range index on
+ * "limit" (every write appends a line to its delta): the index updates each
+ * create causes are published with it. */
+static int prep_doc_post_ix(const scenario *sc, const scenario_ctx *ctx, scenario_plan *p,
+                            char *msg, size_t cap)
+{
+    (void)p;
+    char hdr[8192];
+    const char *auth = auth_header(ctx, hdr, sizeof hdr);
+    const char *defs = "{\"fields\":[{\"field\":\"req\"},"
+                       "{\"field\":\"limit\",\"range\":true}]}";
+    client_resp r = {0};
+    int ok = client_do(ctx->base, "PUT", "/v1/docs/trial/_indexes", "application/json", defs,
+                       strlen(defs), auth, 0, &r) == 0 &&
+             r.status == 200;
+    if (!ok)
+        snprintf(msg, cap, "defining the indexes of %s failed (status %ld)", sc->name, r.status);
+    client_free(&r);
+    return ok ? 0 : -1;
+}
+
 static const scenario table[] = {
     {"rpc-miss", "page RPC, cache miss", "POST", "/rpc/{function}",
      "POST /rpc/page with a 1 KiB JSON argument that no earlier request sent, so every call "
@@ -154,6 +177,13 @@ static const scenario table[] = {
      "doc-post from a single connection, one request after the other: the rate group commit "
      "is compared with",
      false, "/v1/docs/trial", "record", NULL, 1},
+    {"doc-post-ix", "DocStore create, indexed", "POST", "/v1/docs/{collection}",
+     "doc-post on a collection with an equality index on \"req\" (a new value per request) and a "
+     "range index on \"limit\": every create also writes an equality file and a range delta line",
+     false, "/v1/docs/trial", "{u}", prep_doc_post_ix, 0},
+    {"doc-post-ix-1", "DocStore create, indexed, one connection", "POST", "/v1/docs/{collection}",
+     "doc-post-ix from a single connection, one request after the other", false, "/v1/docs/trial",
+     "{u}", prep_doc_post_ix, 1},
     {"queue-cycle", "queue worker loop", "POST", "/v1/queues/{queue}/*",
      "A worker's loop on /v1/queues/trial: enqueue a 1 KiB job, claim one, complete what was "
      "claimed (keep_done=false); every event fsynced (group commit); the depth stays bounded",

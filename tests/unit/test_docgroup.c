@@ -3,7 +3,9 @@
  * write alone), groups really share their syncs, two writes to one id are
  * answered in the order they were applied, and a failure inside a group
  * fails the group and poisons the collection's writes. Run in both
- * durability modes (syncfs, parallel fsyncs). */
+ * durability modes (syncfs, parallel fsyncs). Indexed groups publish their
+ * index changes with the group: no index file is fsynced on its own, and the
+ * index equals the records afterwards. */
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include "docgroup.h"
 #include "docindex.h"
 #include "docstore.h"
+#include "estats.h"
 #include "fsx.h"
 #include "sjson.h"
 
@@ -173,6 +176,126 @@ TEST(unique_conflict_fails_alone_fsync)
     unique_conflict_fails_alone(DOCGROUP_SYNC_EACH);
 }
 
+static void define(docstore *ds, const char *fields)
+{
+    json_t *defs = js(fields), *out = NULL;
+    CHECK_INT(docstore_define_indexes(ds, defs, true, &out, NULL), 0);
+    json_decref(defs);
+    json_decref(out);
+}
+
+static void check_healthy(docstore *ds)
+{
+    json_t *health = NULL;
+    CHECK_INT(docstore_health(ds, &health, NULL), 0);
+    CHECK(json_is_true(json_object_get(health, "ok")));
+    if (!json_is_true(json_object_get(health, "ok")))
+        json_dumpf(health, stderr, 0);
+    json_decref(health);
+}
+
+/* The index updates of a group are published with it: overwrites move a
+ * record between equality, compound and range entries while other writes of
+ * the same group touch the same files (one "kind" for all), and afterwards
+ * the index files equal the records. With syncfs no index file is fsynced
+ * on its own: a group costs its three syncfs (temps, index files,
+ * directories) and no more. */
+static void indexed_groups_publish_the_index(int mode)
+{
+    static const char *const names[] = {"ix_each", "ix_fs", "ix_auto"};
+    docstore *ds = open_store(names[mode], mode);
+    define(ds, "{\"fields\":[{\"field\":\"w\"},{\"field\":\"kind\"},"
+               "{\"field\":\"i\",\"range\":true},{\"field\":\"email\",\"unique\":true}]}");
+    static const char *const own[THREADS / 2] = {
+        "018bcfe5-6800-7000-8000-000000000001", "018bcfe5-6800-7000-8000-000000000003",
+        "018bcfe5-6800-7000-8000-000000000005", "018bcfe5-6800-7000-8000-000000000007",
+        "018bcfe5-6800-7000-8000-000000000009", "018bcfe5-6800-7000-8000-00000000000b",
+        "018bcfe5-6800-7000-8000-00000000000d", "018bcfe5-6800-7000-8000-00000000000f"};
+    static writer ws[THREADS];
+    const char *bodies[THREADS], *ids[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        /* odd: a new version of its own record; even: new records */
+        bodies[i] =
+            i % 2 ? "{\"w\":%d,\"i\":%d,\"kind\":\"k\"}" : "{\"email\":\"e%d-%d\",\"kind\":\"k\"}";
+        ids[i] = i % 2 ? own[i / 2] : NULL;
+    }
+    docgroup_stats before, after;
+    docgroup_stats_snapshot(&before);
+    uint64_t file_fsyncs = estats_get(ESTAT_FSYNC_FILE);
+    run_writers(ws, THREADS, ds, bodies, ids, 12);
+    file_fsyncs = estats_get(ESTAT_FSYNC_FILE) - file_fsyncs;
+    docgroup_stats_snapshot(&after);
+    for (int i = 0; i < THREADS; i++)
+        for (int k = 0; k < 12; k++)
+            CHECK_INT(ws[i].rc[k], 0);
+    CHECK_INT(docstore_count_files(ds), THREADS / 2 * 12 + THREADS / 2);
+    check_healthy(ds);
+    uint64_t ops = after.ops - before.ops, groups = after.groups - before.groups;
+    uint64_t syncs = after.syncs - before.syncs;
+    CHECK_INT(ops, THREADS * 12);
+    if (mode == DOCGROUP_SYNC_FS) {
+        CHECK_INT(file_fsyncs, 0);
+        CHECK(syncs <= 3 * groups);
+    }
+    printf("indexed, mode %d: %llu writes in %llu groups, %llu syncs, %llu file fsyncs\n", mode,
+           (unsigned long long)ops, (unsigned long long)groups, (unsigned long long)syncs,
+           (unsigned long long)file_fsyncs);
+    docstore_close(ds);
+}
+
+TEST(indexed_groups_publish_the_index_syncfs)
+{
+    indexed_groups_publish_the_index(DOCGROUP_SYNC_FS);
+}
+
+TEST(indexed_groups_publish_the_index_fsync)
+{
+    indexed_groups_publish_the_index(DOCGROUP_SYNC_EACH);
+}
+
+TEST(indexed_groups_publish_the_index_auto)
+{
+    indexed_groups_publish_the_index(DOCGROUP_SYNC_AUTO);
+}
+
+/* A unique range field: half the writers want n = 7 at once; one wins,
+ * the others get 409 even when the winner is in their group (its entry is
+ * not in the files yet). */
+static void unique_range_conflict_fails_alone(int mode)
+{
+    docstore *ds = open_store(mode ? "urange_fs" : "urange_each", mode);
+    define(ds, "{\"fields\":[{\"field\":\"n\",\"unique\":true,\"range\":true}]}");
+    static writer ws[THREADS];
+    const char *bodies[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        bodies[i] = i % 2 ? "{\"n\":7,\"w\":%d,\"i\":%d}" : "{\"n\":1%03d%d}";
+    run_writers(ws, THREADS, ds, bodies, NULL, 1);
+    int won = 0, conflicts = 0;
+    for (int i = 0; i < THREADS; i++) {
+        if (i % 2 == 0) {
+            CHECK_INT(ws[i].rc[0], 0);
+            continue;
+        }
+        won += ws[i].rc[0] == 0;
+        conflicts += ws[i].rc[0] == STORH_ECONFLICT;
+    }
+    CHECK_INT(won, 1);
+    CHECK_INT(conflicts, THREADS / 2 - 1);
+    CHECK_INT(docstore_count_files(ds), THREADS / 2 + 1);
+    check_healthy(ds);
+    docstore_close(ds);
+}
+
+TEST(unique_range_conflict_fails_alone_syncfs)
+{
+    unique_range_conflict_fails_alone(DOCGROUP_SYNC_FS);
+}
+
+TEST(unique_range_conflict_fails_alone_fsync)
+{
+    unique_range_conflict_fails_alone(DOCGROUP_SYNC_EACH);
+}
+
 /* Bad ids and schema violations fail before any group; the concurrent good
  * writes are all there. */
 TEST(bad_input_fails_alone)
@@ -279,6 +402,11 @@ static const test_case tests[] = {
     {"concurrent_puts_share_syncs_auto", concurrent_puts_share_syncs_auto},
     {"unique_conflict_fails_alone_syncfs", unique_conflict_fails_alone_syncfs},
     {"unique_conflict_fails_alone_fsync", unique_conflict_fails_alone_fsync},
+    {"indexed_groups_publish_the_index_syncfs", indexed_groups_publish_the_index_syncfs},
+    {"indexed_groups_publish_the_index_fsync", indexed_groups_publish_the_index_fsync},
+    {"indexed_groups_publish_the_index_auto", indexed_groups_publish_the_index_auto},
+    {"unique_range_conflict_fails_alone_syncfs", unique_range_conflict_fails_alone_syncfs},
+    {"unique_range_conflict_fails_alone_fsync", unique_range_conflict_fails_alone_fsync},
     {"bad_input_fails_alone", bad_input_fails_alone},
     {"same_id_answers_follow_apply_order", same_id_answers_follow_apply_order},
     {"failure_in_group_poisons_the_collection", failure_in_group_poisons_the_collection},

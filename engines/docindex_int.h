@@ -1,0 +1,62 @@
+/* docindex_int: what the files of the docindex module share (docindex.c
+ * keys, definitions and paths; docindex_files.c equality and range files;
+ * docindex_write.c maintenance; docindex_lookup.c lookups; docindex_build.c
+ * rebuild and verify). Nothing outside them includes it. */
+#ifndef STORH_DOCINDEX_INT_H
+#define STORH_DOCINDEX_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "buf.h"
+#include "docindex.h"
+#include "idmap.h"
+#include "storh_err.h"
+
+#define RANGE_STRIDE 256
+
+/* The file of an equality entry, a compound bucket, a range field. */
+int docindex_eq_path(const docindex *ix, const char *field, const char *vk, char *out,
+                     storh_err *err);
+int docindex_compound_path(const docindex *ix, const char *l, const char *r, const char *ck,
+                           char *out, storh_err *err);
+int docindex_range_path(const docindex *ix, const char *field, const char *suffix, char *out,
+                        storh_err *err);
+
+/* Equality and compound entry files. */
+int docindex_read_entry(const char *path, const char *key, json_t **ids, long long *count,
+                        storh_err *err);
+int docindex_read_entry_ids(const char *path, const char *key, json_t **ids, storh_err *err);
+int docindex_write_entry(const char *path, const char *field, const char *key, const json_t *value,
+                         json_t *ids, storh_err *err);
+int docindex_entry_change(const char *path, const char *field, const char *key, const json_t *value,
+                          const char *id, bool add, storh_err *err);
+
+typedef struct rentry {
+    char *rk, *vk;
+    json_t *value;
+} rentry;
+
+/* The effective (id -> entry) set of a range field: main file, then delta. */
+typedef struct rset {
+    idmap ids; /* id -> rentry */
+} rset;
+
+void docindex_rset_free(rset *s);
+void docindex_rset_apply_line(rset *s, const json_t *line);
+int docindex_rset_load(docindex *ix, const char *field, rset *s, storh_err *err);
+void docindex_range_line(buf *out, const char *rk, const json_t *value, const char *add,
+                         const char *remove);
+/* Appends data to a delta file (created with its directories if missing),
+ * after completing or cutting a torn tail; fsynced with sync, else the
+ * caller owes the barrier, and the directory fsync when *created. */
+int docindex_append(const char *path, const char *data, size_t len, bool sync, bool *created,
+                    storh_err *err);
+int docindex_append_synced(const char *path, const char *data, size_t len, storh_err *err);
+
+static inline bool docindex_is_plain(const idxdef *d)
+{
+    return !d->unique && !d->range;
+}
+
+#endif

@@ -1,0 +1,175 @@
+/* docindex: lookups the query planner asks for (see docindex_int.h). */
+#include "docindex_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsx.h"
+#include "sjson.h"
+
+/* ---------- lookups ---------- */
+
+static bool range_op(qop op)
+{
+    return op == QOP_GT || op == QOP_GTE || op == QOP_LT || op == QOP_LTE || op == QOP_BETWEEN ||
+           op == QOP_PREFIX;
+}
+
+bool docindex_serves(const docindex *ix, const qcond *c)
+{
+    const idxdef *d = docindex_def(ix, c->field);
+    if (!d)
+        return false;
+    if (c->op == QOP_EQ)
+        return docindex_indexable(c->value);
+    if (c->op == QOP_IN) { /* arrays and objects have no entries: a scan finds them */
+        size_t i;
+        json_t *e;
+        json_array_foreach(c->value, i, e) if (!docindex_indexable(e)) return false;
+        return true;
+    }
+    return d->range && range_op(c->op);
+}
+
+static int range_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *err)
+{
+    rset s;
+    int rc = docindex_rset_load(ix, c->field, &s, err);
+    if (rc)
+        return rc;
+    json_t *out = json_array();
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    if (c->op == QOP_EQ || c->op == QOP_IN) {
+        size_t n = c->op == QOP_IN ? json_array_size(c->value) : 1;
+        for (size_t i = 0; i < n; i++) {
+            const json_t *want = c->op == QOP_IN ? json_array_get(c->value, i) : c->value;
+            if (!docindex_indexable(want))
+                continue;
+            buf rk = BUF_INIT;
+            docindex_range_key(want, &rk);
+            pos = 0;
+            while (idmap_next(&s.ids, &pos, &k, &v)) {
+                rentry *e = v;
+                if (!strcmp(e->rk, rk.data) && query_strict_equal(e->value, want))
+                    json_array_append_new(out, json_stringn(k, IDMAP_KEY));
+            }
+            buf_free(&rk);
+        }
+    } else {
+        /* The range key orders only part of the values (negative numbers sort
+         * after positive ones, floats tie at 6 decimals, types sort apart
+         * from compare()'s cross-type order), so no key window is exact:
+         * each entry's own value decides, as in a scan. */
+        while (idmap_next(&s.ids, &pos, &k, &v)) {
+            rentry *e = v;
+            if (query_cond_value(c, e->value))
+                json_array_append_new(out, json_stringn(k, IDMAP_KEY));
+        }
+    }
+    docindex_rset_free(&s);
+    docindex_sort_ids(out);
+    *ids = out;
+    return 0;
+}
+
+int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *err)
+{
+    const idxdef *d = docindex_def(ix, c->field);
+    if (!d)
+        return storh_err_set(err, STORH_EINVAL, "No index on %s.", c->field);
+    if (d->range)
+        return range_candidates(ix, c, ids, err);
+    json_t *out = json_array();
+    size_t n = c->op == QOP_IN ? json_array_size(c->value) : 1;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const json_t *want = c->op == QOP_IN ? json_array_get(c->value, i) : c->value;
+        if (!docindex_indexable(want))
+            continue; /* arrays are never indexed */
+        buf vk = BUF_INIT;
+        docindex_value_key(want, &vk);
+        char p[PATH_MAX];
+        json_t *part = NULL;
+        rc = docindex_eq_path(ix, c->field, vk.data, p, err);
+        if (!rc)
+            rc = docindex_read_entry_ids(p, vk.data, &part, err);
+        if (!rc)
+            json_array_extend(out, part);
+        json_decref(part);
+        buf_free(&vk);
+    }
+    if (rc) {
+        json_decref(out);
+        return rc;
+    }
+    if (n > 1) /* one file's ids are sorted already */
+        docindex_sort_ids(out);
+    *ids = out;
+    return 0;
+}
+
+int docindex_count(docindex *ix, const qcond *c, long long *count, bool *served, storh_err *err)
+{
+    *served = false;
+    *count = 0;
+    const idxdef *d = docindex_def(ix, c->field);
+    if (!d || d->range || (c->op != QOP_EQ && c->op != QOP_IN))
+        return 0;
+    size_t n = c->op == QOP_IN ? json_array_size(c->value) : 1;
+    json_t *seen = json_object(); /* in() with a repeated value counts once */
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const json_t *want = c->op == QOP_IN ? json_array_get(c->value, i) : c->value;
+        if (!docindex_indexable(want))
+            continue;
+        buf vk = BUF_INIT;
+        docindex_value_key(want, &vk);
+        char p[PATH_MAX];
+        long long k = 0;
+        if (!json_object_get(seen, vk.data)) {
+            json_object_set_new(seen, vk.data, json_true());
+            rc = docindex_eq_path(ix, c->field, vk.data, p, err);
+            if (!rc)
+                rc = docindex_read_entry(p, vk.data, NULL, &k, err);
+            *count += k;
+        }
+        buf_free(&vk);
+    }
+    json_decref(seen);
+    *served = rc == 0;
+    return rc;
+}
+
+int docindex_compound_ids(docindex *ix, const char *f1, const json_t *v1, const char *f2,
+                          const json_t *v2, json_t **ids, bool *served, storh_err *err)
+{
+    *served = false;
+    const idxdef *d1 = docindex_def(ix, f1), *d2 = docindex_def(ix, f2);
+    if (!d1 || !d2 || !docindex_is_plain(d1) || !docindex_is_plain(d2) || !strcmp(f1, f2) ||
+        !docindex_indexable(v1) || !docindex_indexable(v2))
+        return 0;
+    if (strcmp(f1, f2) > 0) { /* the left field sorts first */
+        const char *tf = f1;
+        const json_t *tv = v1;
+        f1 = f2;
+        v1 = v2;
+        f2 = tf;
+        v2 = tv;
+    }
+    buf ck = BUF_INIT;
+    docindex_compound_key(v1, v2, &ck);
+    char p[PATH_MAX];
+    int rc = docindex_compound_path(ix, f1, f2, ck.data, p, err);
+    if (!rc)
+        rc = docindex_read_entry_ids(p, ck.data, ids, err);
+    buf_free(&ck);
+    *served = rc == 0;
+    return rc;
+}

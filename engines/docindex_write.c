@@ -1,0 +1,107 @@
+/* docindex: index maintenance of one record's writes (see docindex_int.h). */
+#include "docindex_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsx.h"
+#include "sjson.h"
+
+/* ---------- maintenance ---------- */
+
+int docindex_check_unique(docindex *ix, const char *id, const json_t *data, storh_err *err)
+{
+    for (size_t i = 0; i < ix->n; i++) {
+        const idxdef *d = &ix->defs[i];
+        json_t *v = json_is_object(data) ? json_object_get(data, d->field) : NULL;
+        if (!d->unique || !docindex_indexable(v))
+            continue;
+        json_t *ids = NULL;
+        qcond c = {d->field, QOP_EQ, v};
+        int rc = docindex_candidates(ix, &c, &ids, err);
+        if (rc)
+            return rc;
+        size_t k;
+        json_t *e;
+        bool clash = false;
+        json_array_foreach(ids, k, e) clash = clash || strcmp(json_string_value(e), id) != 0;
+        json_decref(ids);
+        if (clash)
+            return storh_err_set(err, STORH_ECONFLICT, "Unique index violation on field: %s",
+                                 d->field);
+    }
+    return 0;
+}
+
+/* Adds (add) or removes the entries of one record. */
+static int change_record(docindex *ix, const char *id, const json_t *data, bool add, storh_err *err)
+{
+    if (!json_is_object(data))
+        return 0;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < ix->n; i++) {
+        const idxdef *d = &ix->defs[i];
+        json_t *v = json_object_get(data, d->field);
+        if (!docindex_indexable(v))
+            continue;
+        char p[PATH_MAX];
+        buf k = BUF_INIT;
+        if (d->range) {
+            docindex_range_key(v, &k);
+            buf line = BUF_INIT;
+            docindex_range_line(&line, k.data, v, add ? id : NULL, add ? NULL : id);
+            rc = docindex_range_path(ix, d->field, ".delta.jsonl", p, err);
+            if (!rc)
+                rc = docindex_append_synced(p, line.data, line.len, err);
+            buf_free(&line);
+        } else {
+            docindex_value_key(v, &k);
+            rc = docindex_eq_path(ix, d->field, k.data, p, err);
+            if (!rc) {
+                char dir[PATH_MAX];
+                fsx_dirname(p, dir, sizeof dir);
+                rc = fsx_mkdirs(dir, true, err);
+            }
+            if (!rc)
+                rc = docindex_entry_change(p, d->field, k.data, v, id, add, err);
+        }
+        buf_free(&k);
+        /* compound buckets: every pair of plain fields present */
+        if (rc || !docindex_is_plain(d))
+            continue;
+        for (size_t j = i + 1; !rc && j < ix->n; j++) {
+            const idxdef *d2 = &ix->defs[j];
+            json_t *v2 = json_object_get(data, d2->field);
+            if (!docindex_is_plain(d2) || !docindex_indexable(v2))
+                continue;
+            buf ck = BUF_INIT, field = BUF_INIT;
+            docindex_compound_key(v, v2, &ck);
+            buf_appends(&field, d->field);
+            buf_appendc(&field, '\t');
+            buf_appends(&field, d2->field);
+            rc = docindex_compound_path(ix, d->field, d2->field, ck.data, p, err);
+            if (!rc) {
+                char dir[PATH_MAX];
+                fsx_dirname(p, dir, sizeof dir);
+                rc = fsx_mkdirs(dir, true, err);
+            }
+            if (!rc)
+                rc = docindex_entry_change(p, field.data, ck.data, NULL, id, add, err);
+            buf_free(&ck);
+            buf_free(&field);
+        }
+    }
+    return rc;
+}
+
+int docindex_update(docindex *ix, const char *id, const json_t *old, const json_t *nw,
+                    storh_err *err)
+{
+    int rc = old ? change_record(ix, id, old, false, err) : 0;
+    return rc ? rc : (nw ? change_record(ix, id, nw, true, err) : 0);
+}
