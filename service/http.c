@@ -50,7 +50,8 @@ struct http_req {
     bool encoded_slash;             /* the raw path held %2F: never a separator */
     int (*deferred)(http_req *req); /* set by http_defer, run on the pool */
     bool suspended, parked;
-    bool verify_pending; /* the token is not in the cache: verified on the pool */
+    bool draining;           /* refused before its body: the body is read and dropped */
+    bool verify_pending;     /* the token is not in the cache: verified on the pool */
     registry_holder engines; /* released when the request is freed */
 };
 
@@ -618,6 +619,27 @@ static enum MHD_Result send_reply(http_req *req)
     return r;
 }
 
+/* A request refused before its body was read (413, 415, 401, ...) still has
+ * the body on its way. Answered at once, the connection would close with
+ * unread bytes, which the kernel turns into a reset that can reach the
+ * client before the answer does. So a body up to HTTP_DRAIN_MAX is read and
+ * dropped first, unless the client waits for "100 Continue" and has sent
+ * nothing yet; a body over the bound ends in a closed connection. */
+#define HTTP_DRAIN_MAX (64ull << 20)
+
+static bool drains_body(http_req *req)
+{
+    const char *expect = http_header(req, MHD_HTTP_HEADER_EXPECT);
+    if (expect && !strcasecmp(expect, "100-continue"))
+        return false;
+    const char *cl = http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        unsigned long long len = strtoull(cl, NULL, 10);
+        return len > 0 && len <= HTTP_DRAIN_MAX;
+    }
+    return http_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+}
+
 static http_req *new_req(void)
 {
     http_req *req = calloc(1, sizeof *req);
@@ -659,8 +681,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         *con_cls = req;
         if (!req->url)
             return MHD_NO;
-        if (!req_begin(req))
-            return send_reply(req); /* nothing of the body is read */
+        if (!req_begin(req)) {
+            if (!drains_body(req))
+                return send_reply(req); /* nothing of the body is read */
+            req->draining = true;
+        }
         return MHD_YES;
     }
     if (req->suspended) { /* resumed: the pool has replied */
@@ -671,8 +696,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         size_t n = *upload_size;
         *upload_size = 0;
         req->bytes_in += n;
-        if (req->failed)
-            return MHD_YES; /* discard what follows an error */
+        if (req->failed) /* discard what follows an error */
+            return req->draining && req->bytes_in > HTTP_DRAIN_MAX ? MHD_NO : MHD_YES;
         if (req->route->body == ROUTE_BODY_NDJSON) {
             req->route->on_body(req, upload, n);
         } else if (req->body.len + n > req->svc->cfg.max_body) {
