@@ -21,12 +21,13 @@ void harness_die(const char *what, const storh_err *err)
 
 json_t *harness_record(long i)
 {
-    char title[64];
-    snprintf(title, sizeof title, "Record number %ld", i);
-    return json_pack("{sssssisisIss}", "title", title, "kind",
-                     (char[]){'k', (char)('0' + i % 10), 0}, "tag", (int)(i % 7), "n",
-                     (int)(i % 1000), "at", (json_int_t)i, "body",
-                     "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod.");
+    /* the shape and size of storh's bench row, so both harnesses write,
+     * index and filter the same bytes */
+    char slug[32];
+    snprintf(slug, sizeof slug, "item-%ld", i);
+    return json_pack("{sssssisssI}", "kind", i % 2 ? "post" : "page", "status",
+                     i % 3 ? "published" : "draft", "bucket", (int)(i % 10), "slug", slug,
+                     "publishedAt", (json_int_t)(HARNESS_BASE_MS + i));
 }
 
 char (*harness_make_ids(long n, int64_t base_ms))[UUID7_LEN + 1]

@@ -25,7 +25,10 @@ typedef struct harness_opts {
 double harness_now(void);
 /* Prints what failed (err's message, else errno) and exits 1. */
 void harness_die(const char *what, const storh_err *err);
-/* The benchmark record number i. New reference. */
+/* The epoch of the suites' time-ordered ids and of publishedAt (storh's). */
+#define HARNESS_BASE_MS INT64_C(1700000000000)
+/* The benchmark record number i: storh's bench row {kind, status, bucket,
+ * slug, publishedAt}. New reference. */
 json_t *harness_record(long i);
 /* n UUIDv7s at base_ms, base_ms + 1, ...; caller frees with free(). */
 char (*harness_make_ids(long n, int64_t base_ms))[UUID7_LEN + 1];

@@ -21,8 +21,10 @@ static void bench_mirror_driver(const harness_opts *o, bench_result *r, const ch
     char cfg[2048];
     snprintf(cfg, sizeof cfg,
              "{\"driver\":\"%s\",\"%s\":\"%s\",\"prefix\":\"bench_\",\"collections\":{"
-             "\"docs\":{\"kind\":\"doc\",\"schema\":{\"fields\":{\"kind\":{\"type\":"
-             "\"string\",\"index\":true},\"n\":{\"type\":\"int\"}}}}}}",
+             "\"docs\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
+             "\"kind\":{\"type\":\"string\",\"index\":true},"
+             "\"slug\":{\"type\":\"string\",\"unique\":true},"
+             "\"publishedAt\":{\"type\":\"int\",\"range\":true}}}}}}",
              driver, strcmp(driver, "sqlite") ? "conninfo" : "path", target);
     json_t *cj = sjson_decode(cfg, strlen(cfg), NULL);
     mirror *m;
@@ -71,7 +73,7 @@ static void bench_mirror_driver(const harness_opts *o, bench_result *r, const ch
     bench_add(r, name, (harness_now() - t) * 1e3, "ms", "lower", "flush() of 100 ids");
     json_decref(fo);
     json_decref(flush);
-    mparam p = {MPARAM_TEXT, "k3", 2, 0, 0};
+    mparam p = {MPARAM_TEXT, "page", 4, 0, 0};
     char *v = NULL;
     const char *sql = strcmp(driver, "sqlite")
                           ? "SELECT COUNT(*) FROM \"bench_docs\" WHERE \"kind\" = $1"

@@ -21,7 +21,7 @@ void suite_queue(const harness_opts *o, bench_result *r)
     double t = harness_now();
     for (long i = 0; i < n; i++) {
         json_array_clear(one);
-        json_array_append_new(one, json_pack("{si}", "n", (int)i));
+        json_array_append_new(one, harness_record(i));
         json_t *ids;
         if (queue_enqueue_many(q, one, &ids, &err))
             harness_die("enqueue", &err);
@@ -51,47 +51,36 @@ void suite_queue(const harness_opts *o, bench_result *r)
     json_decref(claimed);
     queue_close(q);
 
+    /* the bulk calls as storh's bench makes them: one enqueueMany() of
+     * every job (building the rows included), one claimMany(n), one
+     * completeMany() of every id */
     queue_open(o->work, "many", true, &q, NULL);
-    json_t *jobs = json_array();
-    for (long i = 0; i < n; i++)
-        json_array_append_new(jobs, json_pack("{si}", "n", (int)i));
     json_t *ids;
     t = harness_now();
+    json_t *jobs = json_array();
+    for (long i = 0; i < n; i++)
+        json_array_append_new(jobs, harness_record(i));
     if (queue_enqueue_many(q, jobs, &ids, &err))
         harness_die("enqueueMany", &err);
     bench_add(r, "queue.enqueue_many", n / (harness_now() - t), "jobs/s", "higher",
-              "enqueueMany()");
+              "enqueueMany() of every job");
     json_decref(ids);
     json_decref(jobs);
-    json_t *all = json_array();
+    json_t *all;
     t = harness_now();
-    for (;;) {
-        json_t *c;
-        if (queue_claim(q, 1000, &c, &err))
-            harness_die("claimMany", &err);
-        size_t got = json_array_size(c);
-        json_array_extend(all, c);
-        json_decref(c);
-        if (!got)
-            break;
-    }
+    if (queue_claim(q, (size_t)n, &all, &err))
+        harness_die("claimMany", &err);
     bench_add(r, "queue.claim_many", n / (harness_now() - t), "jobs/s", "higher",
-              "claimMany() in batches of 1000");
+              "claimMany(n), one call");
     json_t *idl = json_array();
     for (size_t i = 0; i < json_array_size(all); i++)
         json_array_append(idl, json_object_get(json_array_get(all, i), "id"));
+    size_t done;
     t = harness_now();
-    for (size_t i = 0; i < json_array_size(idl); i += 1000) {
-        json_t *part = json_array();
-        for (size_t k = i; k < i + 1000 && k < json_array_size(idl); k++)
-            json_array_append(part, json_array_get(idl, k));
-        size_t done;
-        if (queue_complete_many(q, part, true, &done, &err))
-            harness_die("completeMany", &err);
-        json_decref(part);
-    }
+    if (queue_complete_many(q, idl, true, &done, &err))
+        harness_die("completeMany", &err);
     bench_add(r, "queue.complete_many", n / (harness_now() - t), "jobs/s", "higher",
-              "completeMany() in batches of 1000");
+              "completeMany() of every id, one call");
     json_decref(idl);
     json_decref(all);
     queue_close(q);
