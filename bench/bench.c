@@ -2,12 +2,16 @@
  * `composer bench*` (see README "Benchmarks"). Every engine runs in process
  * against a scratch root on the same filesystem as the build; every write is
  * fsynced exactly as in production.
- *   run     --dataset=N --engine=doc|docgroup|log|queue|cache|filter|uuid|mirror|all
+ *   run     --dataset=N --engine=all|limits|doc|docgroup|log|queue|cache|filter|uuid|mirror
+ *           (or a comma list of them)
  *           [--cache-validation=stat|hash|trust] [--repeat=N] [--out=FILE]
  *   repeat  like run, --repeat defaults to 3
  *   range   --datasets=1000,10000 [--engines=doc,log] -> build/bench-ranges/
  *   compare a.json b.json
  *   gate    base.json cur.json [--threshold=10] [--metric=doc.put ...]
+ *   compare-storh PHP.json[,PHP2.json...] CURRENT.json[,CURRENT2.json...]
+ *           storh's bench.php --output JSON next to storhd's: ratios, class
+ *           goals and limits (medians over each list)
  *   ci      a 1k run of every engine gated against bench/baselines/ci-1k-all.json */
 #include <jansson.h>
 #include <limits.h>
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compare.h"
 #include "rcache.h"
 #include "runner.h"
 
@@ -81,6 +86,8 @@ int main(int argc, char **argv)
         return runner_run(&o);
     if (!strcmp(cmd, "compare") && npos == 2)
         return runner_compare(pos[0], pos[1]);
+    if (!strcmp(cmd, "compare-storh") && npos == 2)
+        return compare_storh(pos[0], pos[1]);
     if (!strcmp(cmd, "gate") && npos == 2)
         return runner_gate(pos[0], pos[1], threshold, only, nonly, true);
     if (!strcmp(cmd, "ci")) {
@@ -120,6 +127,7 @@ int main(int argc, char **argv)
         free(list);
         return 0;
     }
-    fprintf(stderr, "usage: storh-bench run|repeat|range|compare|gate|ci [options]\n");
+    fprintf(stderr,
+            "usage: storh-bench run|repeat|range|compare|compare-storh|gate|ci [options]\n");
     return 2;
 }

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <unistd.h>
 
+#include "compare.h"
 #include "fsx.h"
 #include "metrics.h"
 #include "suite.h"
@@ -16,16 +18,57 @@
 static const struct {
     const char *name;
     void (*fn)(const harness_opts *, bench_result *);
-} engines[] = {{"doc", suite_doc},       {"log", suite_log},          {"queue", suite_queue},
-               {"cache", suite_cache},   {"filter", suite_filter},    {"uuid", suite_uuid},
-               {"mirror", suite_mirror}, {"docgroup", suite_docgroup}};
+} engines[] = {{"limits", suite_limits}, {"doc", suite_doc},       {"log", suite_log},
+               {"queue", suite_queue},   {"cache", suite_cache},   {"filter", suite_filter},
+               {"uuid", suite_uuid},     {"mirror", suite_mirror}, {"docgroup", suite_docgroup}};
+
+/* The process's peak RSS in MiB since the last rss_reset (VmHWM). */
+static double rss_peak_mib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb < 0 ? 0 : kb / 1024.0;
+}
+
+/* Gives freed memory back and restarts the peak from the current RSS, so
+ * each engine's peak is its own (Linux: clear_refs 5 resets VmHWM). */
+static bool rss_reset(void)
+{
+    malloc_trim(0);
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    bool ok = f && fputs("5", f) >= 0;
+    if (f && fclose(f))
+        ok = false;
+    return ok;
+}
+
+/* "all", or name is one of the comma-separated list. */
+static bool selected(const char *list, const char *name)
+{
+    if (!strcmp(list, "all"))
+        return true;
+    size_t n = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',')) {
+        p += *p == ',';
+        if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+            return true;
+    }
+    return false;
+}
 
 static int run_engines(harness_opts *o, bench_result *r)
 {
-    bool any = false;
+    bool any = false, each = true;
+    double peak = 0;
     for (int rep = 0; rep < o->repeat; rep++)
         for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
-            if (strcmp(o->engine, "all") && strcmp(o->engine, engines[e].name))
+            if (!selected(o->engine, engines[e].name))
                 continue;
             any = true;
             snprintf(o->work, sizeof o->work, "build/bench-work/%ld-%s-%d", (long)getpid(),
@@ -35,13 +78,24 @@ static int run_engines(harness_opts *o, bench_result *r)
                 harness_die("work dir", &err);
             fprintf(stderr, "bench: %s, %ld records, run %d/%d\n", engines[e].name, o->dataset,
                     rep + 1, o->repeat);
+            each = rss_reset() && each;
             engines[e].fn(o, r);
+            double rss = rss_peak_mib();
+            peak = rss > peak ? rss : peak;
+            char name[64], label[96];
+            snprintf(name, sizeof name, "rss.%s", engines[e].name);
+            snprintf(label, sizeof label, "peak RSS while the %s suite ran%s", engines[e].name,
+                     each ? "" : " (and every suite before it: VmHWM could not be reset)");
+            bench_add(r, name, rss, "MiB", "lower", label);
             harness_clean(o->work);
         }
     if (!any) {
         fprintf(stderr, "bench: unknown engine %s\n", o->engine);
         return 2;
     }
+    bench_add(r, "rss.peak", peak, "MiB", "lower",
+              "peak RSS of the whole run (the largest suite's)");
+    compare_add_fractions(r);
     bench_finish(r);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include "harness.h"
 #include "metrics.h"
 
+void suite_limits(const harness_opts *o, bench_result *r);
 void suite_doc(const harness_opts *o, bench_result *r);
 void suite_cache(const harness_opts *o, bench_result *r);
 void suite_docgroup(const harness_opts *o, bench_result *r);
