@@ -27,6 +27,7 @@ void suite_queue(const harness_opts *o, bench_result *r)
             harness_die("enqueue", &err);
         json_decref(ids);
     }
+    json_decref(one);
     bench_add(r, "queue.enqueue", n / (harness_now() - t), "jobs/s", "higher",
               "enqueue(), fsync after every event");
     json_t *claimed = json_array();
