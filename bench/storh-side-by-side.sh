@@ -57,6 +57,7 @@ for i in $(seq 1 "$runs"); do
     TMPDIR="$out/tmp" "${timer[@]}" "$out/php-$i.rss" "$php" "$storh/bench/bench.php" \
       --dataset="$dataset" --engine=all --output="$out/php-$i.json" >/dev/null
     # storh's JSON has no memory figure: add the run's peak RSS (kB)
+    # shellcheck disable=SC2016 # PHP code, not shell
     "$php" -r '$j = json_decode(file_get_contents($argv[1]), true);
       $j["peakRssKb"] = (int) trim(file_get_contents($argv[2]));
       file_put_contents($argv[1], json_encode($j, JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES));' \
