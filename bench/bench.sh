@@ -6,6 +6,7 @@
 #   bench/bench.sh repeat --dataset=50000 --engine=all --repeat=3
 #   bench/bench.sh range --datasets=1000,10000,50000
 #   bench/bench.sh compare build/bench-main.json build/bench-current.json
+#   bench/bench.sh compare-storh php.json,php2.json storhd.json,storhd2.json
 #   bench/bench.sh gate base.json cur.json --threshold=10 --metric=doc.put
 #   bench/bench.sh ci
 set -euo pipefail

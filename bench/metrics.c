@@ -93,7 +93,7 @@ json_t *bench_document(const bench_result *r, long dataset, int repeat, const ch
                      (json_int_t)dataset, "metrics", r->metrics);
 }
 
-static const char *fmt_value(double v, char *out, size_t cap)
+const char *bench_fmt_value(double v, char *out, size_t cap)
 {
     if (v >= 1e6)
         snprintf(out, cap, "%.2fM", v / 1e6);
@@ -139,8 +139,8 @@ int bench_write_reports(const json_t *doc, const char *md_path, const char *html
             (long long)json_integer_value(json_object_get(doc, "dataset")),
             (long long)json_integer_value(json_object_get(doc, "repeat")));
     /* one chart per engine prefix (doc., log., ...), bars scaled within it */
-    const char *groups[] = {"doc",       "log",   "queue", "mirror",
-                            "mirror_pg", "cache", "uuid",  "filter"};
+    const char *groups[] = {"limit", "doc",  "log",    "queue",    "mirror", "mirror_pg",
+                            "cache", "uuid", "filter", "docgroup", "rss"};
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
         double max = 0;
         int n = 0;
@@ -168,7 +168,7 @@ int bench_write_reports(const json_t *doc, const char *md_path, const char *html
             const char *unit = json_string_value(json_object_get(v, "unit"));
             const char *label = json_string_value(json_object_get(v, "label"));
             char val[32];
-            fmt_value(x, val, sizeof val);
+            bench_fmt_value(x, val, sizeof val);
             /* bars compare within one unit only; log-scaled so small ones show */
             double w = max > 0 ? 300.0 * (x / max) : 0;
             fprintf(html,

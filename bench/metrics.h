@@ -20,6 +20,8 @@ void bench_add(bench_result *r, const char *name, double value, const char *unit
 void bench_finish(bench_result *r);
 /* The whole document: build, machine, dataset, repeat, metrics. New ref. */
 json_t *bench_document(const bench_result *r, long dataset, int repeat, const char *engines);
+/* v with 3 or 4 significant digits and a k/M suffix, into out. Returns out. */
+const char *bench_fmt_value(double v, char *out, size_t cap);
 /* Markdown table and an HTML page with one bar chart per metric group. */
 int bench_write_reports(const json_t *doc, const char *md_path, const char *html_path);
 

@@ -1,0 +1,20 @@
+/* suite (bench): the engine suites, one file each (suite_doc.c, suite_log.c,
+ * ...). A suite runs its engine in process under the scratch root o->work
+ * and adds its figures to r. */
+#ifndef STORHD_BENCH_SUITE_H
+#define STORHD_BENCH_SUITE_H
+
+#include "harness.h"
+#include "metrics.h"
+
+void suite_limits(const harness_opts *o, bench_result *r);
+void suite_doc(const harness_opts *o, bench_result *r);
+void suite_cache(const harness_opts *o, bench_result *r);
+void suite_docgroup(const harness_opts *o, bench_result *r);
+void suite_log(const harness_opts *o, bench_result *r);
+void suite_queue(const harness_opts *o, bench_result *r);
+void suite_mirror(const harness_opts *o, bench_result *r);
+void suite_uuid(const harness_opts *o, bench_result *r);
+void suite_filter(const harness_opts *o, bench_result *r);
+
+#endif

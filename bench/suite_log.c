@@ -1,0 +1,160 @@
+/* suite_log (bench): the SegmentedLog figures (appends, bulk, cursor and
+ * time-range reads, counts, compaction, torn-tail reopen). */
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suite.h"
+#include "buf.h"
+#include "fsx.h"
+#include "logquery.h"
+#include "logset.h"
+#include "query.h"
+#include "recquery.h"
+#include "seglog.h"
+#include "sjson.h"
+
+/* ---------- SegmentedLog ---------- */
+
+static seglog *open_log(const harness_opts *o, const char *name)
+{
+    seglog_opts so;
+    seglog_opts_default(&so);
+    so.max_segment_bytes = 16 * 1024; /* as the storh bench: rolls often */
+    seglog *s;
+    storh_err err;
+    if (seglog_open(o->work, name, &so, true, &s, &err))
+        harness_die("log open", &err);
+    return s;
+}
+
+static long drain(seglog *s, const recquery *q)
+{
+    seglog_iter *it;
+    seglog_iter_open(s, q, &it, NULL);
+    const char *id;
+    json_t *d;
+    long n = 0;
+    while (seglog_iter_next(it, &id, &d, NULL) == 1) {
+        json_decref(d);
+        n++;
+    }
+    seglog_iter_close(it);
+    return n;
+}
+
+void suite_log(const harness_opts *o, bench_result *r)
+{
+    long n = o->dataset;
+    int64_t base = HARNESS_BASE_MS;
+    char(*ids)[UUID7_LEN + 1] = harness_make_ids(n, base);
+    seglog *s = open_log(o, "events");
+    storh_err err;
+    double t = harness_now();
+    for (long i = 0; i < n; i++) {
+        json_t *d = harness_record(i);
+        char id[UUID7_LEN + 1];
+        if (seglog_put(s, ids[i], d, id, &err))
+            harness_die("log put", &err);
+        json_decref(d);
+    }
+    bench_add(r, "log.put", n / (harness_now() - t), "appends/s", "higher",
+              "put(), fsync after every append");
+
+    seglog *bulk = open_log(o, "bulk");
+    seglog_batch *b;
+    t = harness_now();
+    seglog_batch_begin(bulk, &b, NULL);
+    for (long i = 0; i < n; i++) {
+        json_t *d = harness_record(i);
+        char id[UUID7_LEN + 1];
+        seglog_batch_element(b, d, id, NULL);
+        json_decref(d);
+    }
+    if (seglog_batch_commit(b, NULL, &err))
+        harness_die("log bulk", &err);
+    bench_add(r, "log.append_stream", n / (harness_now() - t), "records/s", "higher",
+              "appendStream() bulk insert");
+    seglog_close(bulk);
+
+    recquery q;
+    recquery_init(&q);
+    recquery_after(&q, ids[n / 2], UUID7_LEN, NULL);
+    recquery_limit(&q, 100, NULL);
+    int iters = 20;
+    t = harness_now();
+    for (int i = 0; i < iters; i++)
+        drain(s, &q);
+    bench_add(r, "log.cursor_read", (harness_now() - t) / iters * 1e3, "ms", "lower",
+              "cursor read, 100 records from the middle");
+    recquery_clear(&q);
+    recquery_init(&q);
+    /* storh's window: publishedAt ms 10 to 200 of the run, 191 records */
+    recquery_time_range(&q, true, base + 10, true, base + (n > 200 ? 200 : n - 1), NULL);
+    t = harness_now();
+    for (int i = 0; i < iters; i++)
+        drain(s, &q);
+    bench_add(r, "log.time_range", (harness_now() - t) / iters * 1e3, "ms", "lower",
+              "time-range read (a 191 ms window)");
+    recquery_clear(&q);
+
+    const char *cj = "{\"where\":[{\"field\":\"status\",\"op\":\"eq\",\"value\":\"published\"}],"
+                     "\"count\":true}";
+    json_t *qb = sjson_decode(cj, strlen(cj), NULL);
+    query cq;
+    query_parse(qb, &cq, NULL);
+    json_t *out;
+    logset one = {&s, NULL, 1};
+    t = harness_now();
+    if (logquery_run(&one, &cq, &out, &err))
+        harness_die("log count", &err);
+    bench_add(r, "log.eq_count_cold", (harness_now() - t) * 1e6, "µs", "lower",
+              "equality count(), first call (builds the counters by a scan)");
+    json_decref(out);
+    t = harness_now();
+    for (int i = 0; i < iters; i++) {
+        if (logquery_run(&one, &cq, &out, &err))
+            harness_die("log count", &err);
+        json_decref(out);
+    }
+    bench_add(r, "log.eq_count", (harness_now() - t) / iters * 1e6, "µs", "lower",
+              "equality count() from the counters");
+    query_free(&cq);
+    json_decref(qb);
+
+    bool ex;
+    for (long i = 0; i < n; i += 10)
+        seglog_delete(s, ids[i], &ex, NULL);
+    size_t live;
+    if (seglog_count(s, &live, &err))
+        harness_die("count", &err);
+    t = harness_now();
+    if (seglog_compact(s, &out, &err))
+        harness_die("compact", &err);
+    bench_add(r, "log.compact", live / (harness_now() - t), "records/s", "higher",
+              "compact() of every sealed segment");
+    json_decref(out);
+    seglog_close(s);
+
+    /* a torn tail on the active segment, then reopen */
+    char p[PATH_MAX];
+    fsx_pathf(p, NULL, "%s/events/manifest.jsonc", o->work);
+    buf m = BUF_INIT;
+    fsx_read_all(p, &m, NULL);
+    json_t *man = json_loadb(m.data, m.len, 0, NULL);
+    fsx_pathf(p, NULL, "%s/events/segments/%s", o->work,
+              json_string_value(json_object_get(json_object_get(man, "active"), "file")));
+    json_decref(man);
+    buf_free(&m);
+    FILE *f = fopen(p, "a");
+    fputs("120\tdeadbeef\t{\"op\":\"put\",\"id\":\"", f);
+    fclose(f);
+    t = harness_now();
+    s = open_log(o, "events");
+    bench_add(r, "log.reopen_torn", live / (harness_now() - t), "records/s", "higher",
+              "reopen with torn-tail recovery");
+    seglog_close(s);
+    free(ids);
+}

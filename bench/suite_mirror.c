@@ -1,0 +1,124 @@
+/* suite_mirror (bench): the SQL mirror figures over SQLite, and over
+ * PostgreSQL when STORHD_BENCH_PG names a server. */
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "suite.h"
+#include "docstore.h"
+#include "fsx.h"
+#include "mirror.h"
+#include "sjson.h"
+
+/* ---------- SQL mirror ---------- */
+
+static void bench_mirror_driver(const harness_opts *o, bench_result *r, const char *prefix,
+                                const char *driver, const char *target)
+{
+    long n = o->dataset;
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "{\"driver\":\"%s\",\"%s\":\"%s\",\"prefix\":\"bench_\",\"collections\":{"
+             "\"docs\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
+             "\"kind\":{\"type\":\"string\",\"index\":true},"
+             "\"slug\":{\"type\":\"string\",\"unique\":true},"
+             "\"publishedAt\":{\"type\":\"int\",\"range\":true}}}}}}",
+             driver, strcmp(driver, "sqlite") ? "conninfo" : "path", target);
+    json_t *cj = sjson_decode(cfg, strlen(cfg), NULL);
+    mirror *m;
+    storh_err err;
+    if (mirror_new("bench", cj, &m, &err))
+        harness_die("mirror", &err);
+    json_decref(cj);
+    const mirror_coll *c = mirror_find(m, "docs", false, &err);
+    mirror_uninstall(m, c, NULL);
+    docstore *ds;
+    char sub[PATH_MAX];
+    fsx_pathf(sub, NULL, "%s/%s", o->work, prefix);
+    docstore_open(sub, "docs", &ds, NULL);
+    docstore_stage *st;
+    docstore_stage_begin(ds, &st, NULL);
+    char(*ids)[UUID7_LEN + 1] = malloc((size_t)n * sizeof *ids);
+    for (long i = 0; i < n; i++) {
+        json_t *d = harness_record(i);
+        docstore_stage_put(st, NULL, d, ids[i], NULL);
+        json_decref(d);
+    }
+    if (docstore_stage_commit(st, NULL, &err))
+        harness_die("mirror fill", &err);
+    mirror_source src = {.ds = ds};
+    char name[64];
+    json_t *tot = json_object();
+    double t = harness_now();
+    if (mirror_push(m, c, &src, tot, &err))
+        harness_die("push", &err);
+    snprintf(name, sizeof name, "%s.push", prefix);
+    bench_add(r, name, n / (harness_now() - t), "rows/s", "higher", "initial push()");
+    t = harness_now();
+    if (mirror_push(m, c, &src, tot, &err))
+        harness_die("push", &err);
+    snprintf(name, sizeof name, "%s.push_nochange", prefix);
+    bench_add(r, name, n / (harness_now() - t), "records/s", "higher",
+              "push() when nothing changed");
+    json_t *flush = json_array();
+    for (long i = 0; i < 100 && i < n; i++)
+        json_array_append_new(flush, json_string(ids[(i * 37) % n]));
+    json_t *fo;
+    t = harness_now();
+    if (mirror_flush(m, c, &src, flush, &fo, &err))
+        harness_die("flush", &err);
+    snprintf(name, sizeof name, "%s.flush100", prefix);
+    bench_add(r, name, (harness_now() - t) * 1e3, "ms", "lower", "flush() of 100 ids");
+    json_decref(fo);
+    json_decref(flush);
+    mparam p = {MPARAM_TEXT, "page", 4, 0, 0};
+    char *v = NULL;
+    const char *sql = strcmp(driver, "sqlite")
+                          ? "SELECT COUNT(*) FROM \"bench_docs\" WHERE \"kind\" = $1"
+                          : "SELECT COUNT(*) FROM \"bench_docs\" WHERE \"kind\" = ?";
+    mirror_scalar(m, sql, &p, 1, &v, NULL); /* warm */
+    free(v);
+    int iters = 20;
+    t = harness_now();
+    for (int i = 0; i < iters; i++) {
+        if (mirror_scalar(m, sql, &p, 1, &v, &err))
+            harness_die("count", &err);
+        free(v);
+    }
+    snprintf(name, sizeof name, "%s.sql_count", prefix);
+    bench_add(r, name, (harness_now() - t) / iters * 1e3, "ms", "lower",
+              "indexed SQL COUNT from the mirror");
+    t = harness_now();
+    if (mirror_rebuild(m, c, &src, tot, &err))
+        harness_die("rebuild", &err);
+    snprintf(name, sizeof name, "%s.rebuild", prefix);
+    bench_add(r, name, n / (harness_now() - t), "rows/s", "higher", "rebuild()");
+    docstore *empty;
+    fsx_pathf(sub, NULL, "%s/%s-restore", o->work, prefix);
+    docstore_open(sub, "docs", &empty, NULL);
+    mirror_source dst = {.ds = empty};
+    t = harness_now();
+    if (mirror_pull(m, c, &dst, tot, &err))
+        harness_die("pull", &err);
+    snprintf(name, sizeof name, "%s.pull", prefix);
+    bench_add(r, name, n / (harness_now() - t), "records/s", "higher",
+              "pull() restore into an empty store");
+    json_decref(tot);
+    mirror_uninstall(m, c, NULL);
+    mirror_free(m);
+    docstore_close(empty);
+    docstore_close(ds);
+    free(ids);
+}
+
+void suite_mirror(const harness_opts *o, bench_result *r)
+{
+    char path[PATH_MAX];
+    fsx_pathf(path, NULL, "%s/mirror.sqlite", o->work);
+    bench_mirror_driver(o, r, "mirror", "sqlite", path);
+    const char *pg = getenv("STORHD_BENCH_PG");
+    if (pg)
+        bench_mirror_driver(o, r, "mirror_pg", "postgres", pg);
+}
