@@ -44,55 +44,7 @@ bool docindex_indexable(const json_t *v)
 
 void docindex_g17(double v, char out[40])
 {
-    char *o = out;
-    if (signbit(v)) {
-        *o++ = '-';
-        v = -v;
-    }
-    if (v == 0) {
-        strcpy(o, "0");
-        return;
-    }
-    char e[40];
-    snprintf(e, sizeof e, "%.16e", v); /* 17 significant digits, correctly rounded */
-    char d[20];
-    int n = 0;
-    const char *p = e;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9')
-            d[n++] = *p;
-    int decpt = atoi(p + 1) + 1;
-    while (n > 1 && d[n - 1] == '0')
-        n--;
-    if (decpt > 17 || decpt < -3) {
-        *o++ = d[0];
-        *o++ = '.';
-        if (n > 1) {
-            memcpy(o, d + 1, (size_t)n - 1);
-            o += n - 1;
-        } else {
-            *o++ = '0';
-        }
-        sprintf(o, "E%c%d", decpt - 1 >= 0 ? '+' : '-', abs(decpt - 1));
-        return;
-    }
-    if (decpt <= 0) {
-        *o++ = '0';
-        *o++ = '.';
-        for (int i = 0; i < -decpt; i++)
-            *o++ = '0';
-        memcpy(o, d, (size_t)n);
-        o += n;
-    } else {
-        for (int i = 0; i < decpt; i++)
-            *o++ = i < n ? d[i] : '0';
-        if (n > decpt) {
-            *o++ = '.';
-            memcpy(o, d + decpt, (size_t)(n - decpt));
-            o += n - decpt;
-        }
-    }
-    *o = '\0';
+    sjson_format_g17(v, out); /* the one %.17G printer */
 }
 
 static void mangle_append(buf *out, const char *s)

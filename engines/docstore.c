@@ -908,6 +908,71 @@ void docstore_iter_close(docstore_iter *it)
     free(it);
 }
 
+static bool collection_name_ok(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return false;
+    }
+    return n >= 1 && n <= 64;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+int docstore_collections(const char *root, json_t **names, storh_err *err)
+{
+    *names = NULL;
+    json_t *out = json_array();
+    if (!out)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    DIR *d = opendir(root);
+    if (!d) {
+        if (errno == ENOENT) { /* no root yet: no collections */
+            *names = out;
+            return 0;
+        }
+        json_decref(out);
+        return storh_err_sys(err, errno, "Could not list the storage root %s", root);
+    }
+    int rc = 0;
+    struct dirent *de;
+    while (!rc && (de = readdir(d))) {
+        char p[PATH_MAX];
+        struct stat st;
+        if (!collection_name_ok(de->d_name) || fsx_pathf(p, NULL, "%s/%s/data", root, de->d_name) ||
+            stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (json_array_append_new(out, json_string(de->d_name)))
+            rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    closedir(d);
+    if (rc) {
+        json_decref(out);
+        return rc;
+    }
+    size_t n = json_array_size(out);
+    json_t **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) {
+        json_decref(out);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(out, i));
+    qsort(v, n, sizeof *v, cmp_name);
+    json_array_clear(out);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(out, v[i]);
+    free(v);
+    *names = out;
+    return 0;
+}
+
 int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_err *err)
 {
     *count = 0;

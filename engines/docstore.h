@@ -90,6 +90,12 @@ size_t docstore_count_files(docstore *ds);
 /* Sum of the sizes of every record file the iterator lists. */
 long long docstore_iter_bytes(docstore_iter *it);
 
+/* The DocStore collections under root (FORMAT.md 2: every <root>/<name>
+ * whose <name>/data is a directory, name being [A-Za-z0-9_-]{1,64}), in
+ * name order. The one place that decides what a collection is: the mirror's
+ * "*" and every other caller ask here. *names: new array of strings. */
+int docstore_collections(const char *root, json_t **names, storh_err *err);
+
 /* exportJsonl to a file; *count rows written. */
 int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_err *err);
 /* stats(): {"records","bytes","corrupt","indexes"}; new reference. */

@@ -355,9 +355,9 @@ int config_load(config *cfg, int argc, char **argv)
         return -1;
     }
     seglog_opts check;
-    char msg[160];
-    if (config_log_opts(cfg, "*", &check, msg, sizeof msg)) {
-        fprintf(stderr, "storhd: %s\n", msg);
+    storh_err err;
+    if (config_log_opts(cfg, "*", &check, &err)) {
+        fprintf(stderr, "storhd: %s\n", err.msg);
         return -1;
     }
     return 0;
@@ -394,14 +394,14 @@ static int partition_of(const char *p, int *out)
     return 0;
 }
 
-int config_log_opts(const config *cfg, const char *name, seglog_opts *o, char *msg, size_t cap)
+int config_log_opts(const config *cfg, const char *name, seglog_opts *o, storh_err *err)
 {
     seglog_opts_default(o);
     o->max_segment_bytes = cfg->log_segment_bytes;
     if (partition_of(cfg->log_partition, &o->partition)) {
-        snprintf(msg, cap, "log partition must be none, daily or monthly, not '%s'",
-                 cfg->log_partition);
-        return -1;
+        return storh_err_set(err, STORH_EIO,
+                             "log partition must be none, daily or monthly, not '%s'",
+                             cfg->log_partition);
     }
     json_t *per = json_object_get(cfg->logs, name);
     if (!per)
@@ -411,14 +411,14 @@ int config_log_opts(const config *cfg, const char *name, seglog_opts *o, char *m
     json_t *sb = json_object_get(per, "segment_bytes");
     json_t *pt = json_object_get(per, "partition");
     if (sb && (!json_is_integer(sb) || json_integer_value(sb) < 256)) {
-        snprintf(msg, cap, "logs.%s.segment_bytes must be an integer >= 256", name);
-        return -1;
+        return storh_err_set(err, STORH_EIO, "logs.%s.segment_bytes must be an integer >= 256",
+                             name);
     }
     if (sb)
         o->max_segment_bytes = (size_t)json_integer_value(sb);
     if (pt && (!json_is_string(pt) || partition_of(json_string_value(pt), &o->partition))) {
-        snprintf(msg, cap, "logs.%s.partition must be none, daily or monthly", name);
-        return -1;
+        return storh_err_set(err, STORH_EIO, "logs.%s.partition must be none, daily or monthly",
+                             name);
     }
     return 0;
 }

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "storh_err.h"
+
 typedef struct config {
     char *root;        /* storage root (created if missing) */
     char *listen_host; /* numeric IPv4/IPv6 address */
@@ -53,10 +55,10 @@ typedef struct config {
 int config_load(config *cfg, int argc, char **argv);
 void config_free(config *cfg);
 /* The options of log stream name: the file's "logs"[name] (or "logs"["*"])
- * over the defaults. 0, or -1 with a message in msg. */
+ * over the defaults. 0, or STORH_EIO (a bad server configuration, 500)
+ * with the message in err. */
 struct seglog_opts;
-int config_log_opts(const config *cfg, const char *name, struct seglog_opts *o, char *msg,
-                    size_t cap);
+int config_log_opts(const config *cfg, const char *name, struct seglog_opts *o, storh_err *err);
 /* cache_validation as an rcache_mode, -1 if unknown. */
 int config_cache_mode(const config *cfg);
 /* doc_sync as a docgroup_sync, -1 for auto, -2 if unknown. */

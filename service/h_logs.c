@@ -12,31 +12,31 @@
 #include "seglog.h"
 #include "sjson.h"
 
-/* The configured options of this request's stream; false after replying
- * with the error. */
-static bool stream_opts(http_req *req, seglog_opts *o)
+/* The configured options of this request's stream. */
+static int stream_opts(http_req *req, seglog_opts *o, storh_err *err)
 {
-    char msg[160];
-    if (config_log_opts(&http_service(req)->cfg, http_param(req, "stream"), o, msg, sizeof msg)) {
-        http_reply_error(req, 500, "%s", msg);
-        return false;
-    }
-    return true;
+    return config_log_opts(&http_service(req)->cfg, http_param(req, "stream"), o, err);
 }
 
 /* The log for this request's stream. ts_ms picks the partition (< 0: now);
- * create=false turns a missing log into a 404 reply. */
+ * create=false makes a missing log STORH_ENOTFOUND. */
+static int log_open(http_req *req, int64_t ts_ms, bool create, seglog **out, storh_err *err)
+{
+    seglog_opts o;
+    int rc = stream_opts(req, &o, err);
+    if (rc)
+        return rc;
+    o.partition_ts_ms = ts_ms;
+    return registry_seglog(http_service(req)->reg, http_engines(req), http_param(req, "stream"), &o,
+                           create, out, err);
+}
+
+/* log_open, replying with its error (the error's own status) on failure. */
 static seglog *log_for(http_req *req, int64_t ts_ms, bool create)
 {
-    service *svc = http_service(req);
-    const char *name = http_param(req, "stream");
-    seglog_opts o;
-    if (!stream_opts(req, &o))
-        return NULL;
-    o.partition_ts_ms = ts_ms;
     seglog *s = NULL;
     storh_err err;
-    if (registry_seglog(svc->reg, http_engines(req), name, &o, create, &s, &err)) {
+    if (log_open(req, ts_ms, create, &s, &err)) {
         http_reply_storh(req, &err);
         return NULL;
     }
@@ -48,10 +48,9 @@ bool h_logs_set(http_req *req, logset *ls)
     service *svc = http_service(req);
     const char *name = http_param(req, "stream");
     seglog_opts o;
-    if (!stream_opts(req, &o))
-        return false;
     storh_err err;
-    if (registry_logset(svc->reg, http_engines(req), name, &o, ls, &err)) {
+    if (stream_opts(req, &o, &err) ||
+        registry_logset(svc->reg, http_engines(req), name, &o, ls, &err)) {
         http_reply_storh(req, &err);
         return false;
     }
@@ -341,15 +340,16 @@ static int bulk_row(void *ctx, http_req *req, const char *p, size_t n, size_t li
 
 int h_logs_bulk_begin(http_req *req)
 {
-    seglog *s = log_for(req, -1, true);
-    if (!s)
-        return http_fail(req, 500, "Could not open the log.");
+    seglog *s = NULL;
+    storh_err err;
+    /* the opener's own status: a full disk is 507, not a generic 500 */
+    if (log_open(req, -1, true, &s, &err))
+        return http_fail_storh(req, &err);
     bulk_state *b = calloc(1, sizeof *b);
     if (!b)
         return http_fail(req, 503, "Out of memory.");
     http_set_state(req, b, bulk_free);
     ndjson_lines_init(&b->lines, http_service(req)->cfg.max_body, bulk_row, b);
-    storh_err err;
     if (seglog_batch_begin(s, &b->b, &err))
         return http_fail_storh(req, &err);
     return 0;

@@ -1,12 +1,10 @@
 #include "h_mirror.h"
 
-#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "accesslog.h"
@@ -51,10 +49,8 @@ static int source_for(service *svc, registry_holder *h, const mirror_coll *c, mi
     if (!c->is_log)
         return registry_docstore(svc->reg, h, c->name, &src->ds, err);
     seglog_opts o;
-    char msg[160];
-    if (config_log_opts(&svc->cfg, c->name, &o, msg, sizeof msg))
-        return storh_err_set(err, STORH_EINVAL, "%s", msg);
-    int rc = registry_seglog(svc->reg, h, c->name, &o, true, &src->log, err);
+    int rc = config_log_opts(&svc->cfg, c->name, &o, err);
+    rc = rc ? rc : registry_seglog(svc->reg, h, c->name, &o, true, &src->log, err);
     return rc ? rc : registry_logset(svc->reg, h, c->name, &o, &src->logs, err);
 }
 
@@ -64,39 +60,39 @@ static void source_done(mirror_source *src)
 }
 
 /* The collections a call covers: ?collection=NAME, or every one of the
- * mirror (for "*": every DocStore collection under the root). */
-static json_t *collections_of(service *svc, mirror *m, const char *only)
+ * mirror (for "*": every DocStore collection under the root, as
+ * docstore_collections finds them). *names: new reference. */
+static int collections_of(service *svc, mirror *m, const char *only, json_t **names, storh_err *err)
 {
-    json_t *names = json_array();
-    if (only) {
-        json_array_append_new(names, json_string(only));
-        return names;
-    }
+    json_t *out = *names = json_array();
+    if (!out)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    if (only)
+        return json_array_append_new(out, json_string(only))
+                   ? storh_err_set(err, STORH_ENOMEM, "Out of memory.")
+                   : 0;
     json_t *declared = mirror_collections(m);
     const char *dn;
     json_t *dv;
-    json_object_foreach(declared, dn, dv) json_array_append_new(names, json_string(dn));
+    json_object_foreach(declared, dn, dv) json_array_append_new(out, json_string(dn));
     json_decref(declared);
     if (!m->all_docs)
-        return names;
-    DIR *d = opendir(svc->cfg.root);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        char p[PATH_MAX];
-        struct stat st;
-        if (!route_valid_name(de->d_name) ||
-            fsx_pathf(p, NULL, "%s/%s/data", svc->cfg.root, de->d_name) || stat(p, &st) != 0)
-            continue;
-        bool have = false;
-        size_t i;
-        json_t *v;
-        json_array_foreach(names, i, v) have = have || !strcmp(json_string_value(v), de->d_name);
-        if (!have)
-            json_array_append_new(names, json_string(de->d_name));
+        return 0;
+    json_t *docs;
+    int rc = docstore_collections(svc->cfg.root, &docs, err);
+    if (rc)
+        return rc;
+    size_t i, k;
+    json_t *v, *have;
+    json_array_foreach(docs, i, v)
+    {
+        bool seen = false;
+        json_array_foreach(out, k, have) seen = seen || json_equal(have, v);
+        if (!seen)
+            json_array_append(out, v);
     }
-    if (d)
-        closedir(d);
-    return names;
+    json_decref(docs);
+    return 0;
 }
 
 typedef int (*coll_op)(mirror *m, const mirror_coll *c, const mirror_source *src, json_t *acc,
@@ -112,11 +108,15 @@ static int each_collection(http_req *req, coll_op op, json_t *acc)
     const char *only = http_query(req, "collection");
     if (only && !route_valid_name(only))
         return http_reply_error(req, 400, "Query parameter collection: not a valid name."), -1;
-    json_t *names = collections_of(svc, m, only);
+    json_t *names;
+    storh_err err;
+    if (collections_of(svc, m, only, &names, &err)) {
+        json_decref(names);
+        return http_reply_storh(req, &err), -1;
+    }
     size_t i;
     json_t *v;
     int rc = 0;
-    storh_err err;
     json_array_foreach(names, i, v)
     {
         const char *name = json_string_value(v);
@@ -277,7 +277,14 @@ DEFER(h_mirror_rebuild, rebuild_work)
 
 static void push_all(service *svc, mirror *m)
 {
-    json_t *names = collections_of(svc, m, NULL);
+    json_t *names;
+    storh_err lerr;
+    if (collections_of(svc, m, NULL, &names, &lerr)) {
+        accesslog_event("background push failed",
+                        json_pack("{ssss}", "mirror", m->name, "error", lerr.msg));
+        json_decref(names);
+        return;
+    }
     json_t *acc = json_object();
     size_t i;
     json_t *v;

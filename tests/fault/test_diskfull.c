@@ -255,6 +255,15 @@ TEST(writes_fail_with_507_and_recover)
     check_acked();              /* reads work on a full disk */
     bulk_refused("logs", 3000); /* 3 MiB: more than one chunk, all or nothing */
     bulk_refused("docs", 200);
+    /* a bulk into a stream not created yet: opening it is what fails, with
+     * the opener's 507 (it used to be masked as a 500) */
+    client_resp nb;
+    client_do(d.base, "POST", "/v1/logs/newstream/_bulk", "application/x-ndjson", "{\"a\":1}\n", 8,
+              NULL, 0, &nb);
+    if (nb.status != 507)
+        fprintf(stderr, "bulk into a new stream: %ld %s\n", nb.status, nb.body);
+    CHECK_INT(nb.status, 507);
+    client_free(&nb);
     /* still full: a new collection cannot even be created */
     long st = call("POST", "/v1/docs/newcoll", "{\"a\":1}", NULL);
     CHECK(st == 507);

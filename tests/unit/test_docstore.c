@@ -341,6 +341,36 @@ TEST(open_finishes_a_dead_writers_bulk)
     }
 }
 
+/* What a collection is, decided in one place: a name directory holding
+ * data/, with a name the API can address; sorted by name. */
+TEST(collections_are_the_name_dirs_with_data)
+{
+    char r[PATH_MAX], p[PATH_MAX];
+    snprintf(r, sizeof r, "%s/collroot", root);
+    json_t *names = NULL;
+    CHECK_INT(docstore_collections(r, &names, NULL), 0); /* no root yet */
+    CHECK_INT(json_array_size(names), 0);
+    json_decref(names);
+    static const char *const dirs[] = {"zeta/data", "alpha/data", "log_only/segments",
+                                       "bad.name/data", "mid-1/data"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", r, dirs[i]);
+        CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
+    }
+    snprintf(p, sizeof p, "%s/file_data", r); /* data must be a directory */
+    CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
+    snprintf(p, sizeof p, "%s/file_data/data", r);
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    CHECK_INT(docstore_collections(r, &names, NULL), 0);
+    char *got = json_dumps(names, JSON_COMPACT);
+    CHECK_STR(got, "[\"alpha\",\"mid-1\",\"zeta\"]");
+    free(got);
+    json_decref(names);
+}
+
 static const test_case tests[] = {
     {"put_writes_canonical_bytes_at_storh_path", put_writes_canonical_bytes_at_storh_path},
     {"get_reads_hand_written_jsonc", get_reads_hand_written_jsonc},
@@ -349,6 +379,7 @@ static const test_case tests[] = {
     {"stream_order_filters_and_delete", stream_order_filters_and_delete},
     {"open_sweeps_dead_writers_temps", open_sweeps_dead_writers_temps},
     {"open_finishes_a_dead_writers_bulk", open_finishes_a_dead_writers_bulk},
+    {"collections_are_the_name_dirs_with_data", collections_are_the_name_dirs_with_data},
 };
 
 TMPDIR_TEST_MAIN(root, tests)
