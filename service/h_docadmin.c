@@ -67,7 +67,7 @@ int h_docs_indexes_get(http_req *req)
     return ds ? http_reply_owned(req, 200, docstore_indexes(ds)) : 0;
 }
 
-static int indexes_put_work(http_req *req)
+int h_docs_indexes_put(http_req *req)
 {
     bool rebuild;
     char msg[160];
@@ -84,19 +84,13 @@ static int indexes_put_work(http_req *req)
     return rc ? http_reply_storh(req, &err) : http_reply_owned(req, 200, out);
 }
 
-int h_docs_indexes_put(http_req *req)
-{
-    http_defer(req, indexes_put_work);
-    return 0;
-}
-
 int h_docs_schema_get(http_req *req)
 {
     docstore *ds = h_docs_store(req, false);
     return ds ? http_reply_owned(req, 200, docstore_schema(ds)) : 0;
 }
 
-static int schema_put_work(http_req *req)
+int h_docs_schema_put(http_req *req)
 {
     docstore *ds = h_docs_store(req, false);
     json_t *body = ds ? http_body_object(req) : NULL;
@@ -109,54 +103,24 @@ static int schema_put_work(http_req *req)
     return rc ? http_reply_storh(req, &err) : http_reply_owned(req, 200, out);
 }
 
-int h_docs_schema_put(http_req *req)
-{
-    http_defer(req, schema_put_work);
-    return 0;
-}
-
-static int verify_work(http_req *req)
+int h_docs_verify(http_req *req)
 {
     return h_docs_reply_op(req, docstore_health);
 }
 
-int h_docs_verify(http_req *req)
-{
-    http_defer(req, verify_work);
-    return 0;
-}
-
-static int repair_work(http_req *req)
+int h_docs_repair(http_req *req)
 {
     return h_docs_reply_op(req, docstore_repair);
 }
 
-int h_docs_repair(http_req *req)
-{
-    http_defer(req, repair_work);
-    return 0;
-}
-
-static int reindex_work(http_req *req)
+int h_docs_reindex(http_req *req)
 {
     return h_docs_reply_op(req, docstore_reindex);
 }
 
-int h_docs_reindex(http_req *req)
-{
-    http_defer(req, reindex_work);
-    return 0;
-}
-
-static int compact_work(http_req *req)
-{
-    return h_docs_reply_op(req, docstore_compact);
-}
-
 int h_docs_compact(http_req *req)
 {
-    http_defer(req, compact_work);
-    return 0;
+    return h_docs_reply_op(req, docstore_compact);
 }
 
 int h_filter(http_req *req)

@@ -74,26 +74,14 @@ static int put_common(http_req *req, const char *id)
     return 0;
 }
 
-static int create_work(http_req *req)
+int h_docs_create(http_req *req)
 {
     return put_common(req, NULL);
 }
 
-static int put_work(http_req *req)
-{
-    return put_common(req, http_param(req, "id"));
-}
-
-int h_docs_create(http_req *req)
-{
-    http_defer(req, create_work);
-    return 0;
-}
-
 int h_docs_put(http_req *req)
 {
-    http_defer(req, put_work);
-    return 0;
+    return put_common(req, http_param(req, "id"));
 }
 
 static bool etag_matches(const char *header, const char *etag)
@@ -146,7 +134,7 @@ int h_docs_get(http_req *req)
     return 0;
 }
 
-static int delete_work(http_req *req)
+int h_docs_delete(http_req *req)
 {
     docstore *ds = h_docs_store(req, false);
     if (!ds)
@@ -158,12 +146,6 @@ static int delete_work(http_req *req)
     if (!existed)
         return http_reply_error(req, 404, "Record not found: %s", http_param(req, "id"));
     return http_reply_empty(req, 204);
-}
-
-int h_docs_delete(http_req *req)
-{
-    http_defer(req, delete_work);
-    return 0;
 }
 
 /* ---- streamed reads: GET list and _export ---- */
@@ -320,7 +302,7 @@ int h_docs_bulk_body(http_req *req, const char *data, size_t len)
     return ndjson_lines_feed(&b->lines, req, data, len);
 }
 
-static int bulk_commit_work(http_req *req)
+int h_docs_bulk_end(http_req *req)
 {
     bulk_state *b = http_state(req);
     size_t written = 0, staged = docstore_stage_count(b->st);
@@ -328,10 +310,4 @@ static int bulk_commit_work(http_req *req)
     int rc = docstore_stage_commit(b->st, &written, &err);
     b->st = NULL;
     return http_reply_bulk(req, rc, written, staged, &err);
-}
-
-int h_docs_bulk_end(http_req *req)
-{
-    http_defer(req, bulk_commit_work);
-    return 0;
 }

@@ -70,7 +70,7 @@ static int reply_record(http_req *req, int status, const char *id, const json_t 
     return http_reply_owned(req, status, o);
 }
 
-static int append_work(http_req *req)
+int h_logs_append(http_req *req)
 {
     seglog *s = log_for(req, -1, true);
     if (!s)
@@ -85,12 +85,6 @@ static int append_work(http_req *req)
     else
         reply_record(req, 201, id, data);
     json_decref(data);
-    return 0;
-}
-
-int h_logs_append(http_req *req)
-{
-    http_defer(req, append_work);
     return 0;
 }
 
@@ -109,7 +103,7 @@ int h_logs_get(http_req *req)
     return 0;
 }
 
-static int delete_work(http_req *req)
+int h_logs_delete(http_req *req)
 {
     const char *id = http_param(req, "id");
     seglog *s = log_for(req, id_ms(id), false);
@@ -122,12 +116,6 @@ static int delete_work(http_req *req)
     if (!existed)
         return http_reply_error(req, 404, "Log record not found: %s", id);
     return http_reply_empty(req, 204);
-}
-
-int h_logs_delete(http_req *req)
-{
-    http_defer(req, delete_work);
-    return 0;
 }
 
 /* ---- streams: every partition in order, or the one log ---- */
@@ -198,7 +186,7 @@ int h_logs_list(http_req *req)
 
 /* ---- maintenance ---- */
 
-static int compact_work(http_req *req)
+int h_logs_compact(http_req *req)
 {
     seglog *s = log_for(req, -1, false);
     if (!s)
@@ -210,13 +198,7 @@ static int compact_work(http_req *req)
     return http_reply_owned(req, 200, out);
 }
 
-int h_logs_compact(http_req *req)
-{
-    http_defer(req, compact_work);
-    return 0;
-}
-
-static int retain_work(http_req *req)
+int h_logs_retain(http_req *req)
 {
     json_t *body = http_body_object(req);
     if (!body)
@@ -245,12 +227,6 @@ static int retain_work(http_req *req)
     json_t *out =
         json_pack("{sIsI}", "deleted", (json_int_t)deleted, "cutoff_ms", (json_int_t)cutoff);
     return http_reply_owned(req, 200, out);
-}
-
-int h_logs_retain(http_req *req)
-{
-    http_defer(req, retain_work);
-    return 0;
 }
 
 static int json_op(http_req *req, int (*fn)(seglog *, json_t **, storh_err *))
@@ -285,26 +261,14 @@ int h_logs_stats(http_req *req)
     return set_op(req, logset_stats);
 }
 
-static int verify_work(http_req *req)
+int h_logs_verify(http_req *req)
 {
     return set_op(req, logset_verify);
 }
 
-int h_logs_verify(http_req *req)
-{
-    http_defer(req, verify_work);
-    return 0;
-}
-
-static int repair_work(http_req *req)
-{
-    return json_op(req, seglog_repair);
-}
-
 int h_logs_repair(http_req *req)
 {
-    http_defer(req, repair_work);
-    return 0;
+    return json_op(req, seglog_repair);
 }
 
 /* ---- _bulk ---- */
@@ -361,7 +325,7 @@ int h_logs_bulk_body(http_req *req, const char *data, size_t len)
     return ndjson_lines_feed(&b->lines, req, data, len);
 }
 
-static int bulk_commit_work(http_req *req)
+int h_logs_bulk_end(http_req *req)
 {
     bulk_state *b = http_state(req);
     size_t written = 0, staged = seglog_batch_count(b->b);
@@ -369,10 +333,4 @@ static int bulk_commit_work(http_req *req)
     int rc = seglog_batch_commit(b->b, &written, &err);
     b->b = NULL;
     return http_reply_bulk(req, rc, written, staged, &err);
-}
-
-int h_logs_bulk_end(http_req *req)
-{
-    http_defer(req, bulk_commit_work);
-    return 0;
 }

@@ -151,7 +151,7 @@ static int op_install(mirror *m, const mirror_coll *c, const mirror_source *src,
     return rc;
 }
 
-static int install_work(http_req *req)
+int h_mirror_install(http_req *req)
 {
     json_t *acc = json_pack("{s[]}", "tables");
     if (each_collection(req, op_install, acc) == 0)
@@ -170,7 +170,7 @@ static int op_uninstall(mirror *m, const mirror_coll *c, const mirror_source *sr
     return rc;
 }
 
-static int uninstall_work(http_req *req)
+int h_mirror_uninstall(http_req *req)
 {
     json_t *acc = json_pack("{s[]}", "dropped");
     if (each_collection(req, op_uninstall, acc) == 0)
@@ -193,17 +193,17 @@ static int totals_work(http_req *req, coll_op op, const char *const *keys)
 static const char *const push_keys[] = {"inserted", "updated", "deleted", "unchanged", NULL};
 static const char *const pull_keys[] = {"written", "unchanged", NULL};
 
-static int push_work(http_req *req)
+int h_mirror_push(http_req *req)
 {
     return totals_work(req, mirror_push, push_keys);
 }
 
-static int rebuild_work(http_req *req)
+int h_mirror_rebuild(http_req *req)
 {
     return totals_work(req, mirror_rebuild, push_keys);
 }
 
-static int pull_work(http_req *req)
+int h_mirror_pull(http_req *req)
 {
     return totals_work(req, mirror_pull, pull_keys);
 }
@@ -218,7 +218,7 @@ static int op_verify(mirror *m, const mirror_coll *c, const mirror_source *src, 
     return rc;
 }
 
-static int verify_work(http_req *req)
+int h_mirror_verify(http_req *req)
 {
     json_t *acc = json_pack("{s[]s{}}", "errors", "stats");
     if (each_collection(req, op_verify, acc) == 0) {
@@ -231,7 +231,7 @@ static int verify_work(http_req *req)
     return 0;
 }
 
-static int flush_work(http_req *req)
+int h_mirror_flush(http_req *req)
 {
     json_t *body = http_body_object(req);
     if (!body)
@@ -257,21 +257,6 @@ static int flush_work(http_req *req)
     json_decref(body);
     return 0;
 }
-
-#define DEFER(fn, work)                                                                            \
-    int fn(http_req *req)                                                                          \
-    {                                                                                              \
-        http_defer(req, work);                                                                     \
-        return 0;                                                                                  \
-    }
-
-DEFER(h_mirror_install, install_work)
-DEFER(h_mirror_uninstall, uninstall_work)
-DEFER(h_mirror_push, push_work)
-DEFER(h_mirror_flush, flush_work)
-DEFER(h_mirror_pull, pull_work)
-DEFER(h_mirror_verify, verify_work)
-DEFER(h_mirror_rebuild, rebuild_work)
 
 /* ---- background push ---- */
 

@@ -26,7 +26,7 @@ static queue *queue_for(http_req *req, bool create, bool quiet_missing)
     return q;
 }
 
-static int enqueue_work(http_req *req)
+int h_queues_enqueue(http_req *req)
 {
     storh_err err;
     const buf *b = http_body(req);
@@ -54,12 +54,6 @@ static int enqueue_work(http_req *req)
         return http_reply_storh(req, &err);
     longpoll_kick(http_param(req, "queue"));
     return http_reply_owned(req, 201, json_pack("{so}", "ids", ids));
-}
-
-int h_queues_enqueue(http_req *req)
-{
-    http_defer(req, enqueue_work);
-    return 0;
 }
 
 typedef struct claim_state {
@@ -103,8 +97,7 @@ int h_queues_claim(http_req *req)
     c->limit = (size_t)limit;
     c->deadline = wait ? longpoll_now_us() + (uint64_t)wait * 1000 : 0;
     http_set_state(req, c, free);
-    http_defer(req, claim_work);
-    return 0;
+    return claim_work(req);
 }
 
 static int complete_ids(http_req *req, json_t *ids)
@@ -123,7 +116,7 @@ static int complete_ids(http_req *req, json_t *ids)
     return http_reply_owned(req, 200, json_pack("{sI}", "completed", (json_int_t)n));
 }
 
-static int complete_one_work(http_req *req)
+int h_queues_complete_one(http_req *req)
 {
     json_t *ids = json_pack("[s]", http_param(req, "id"));
     complete_ids(req, ids);
@@ -131,13 +124,7 @@ static int complete_one_work(http_req *req)
     return 0;
 }
 
-int h_queues_complete_one(http_req *req)
-{
-    http_defer(req, complete_one_work);
-    return 0;
-}
-
-static int complete_many_work(http_req *req)
+int h_queues_complete_many(http_req *req)
 {
     json_t *body = http_body_object(req);
     if (!body)
@@ -148,12 +135,6 @@ static int complete_many_work(http_req *req)
     else
         complete_ids(req, ids);
     json_decref(body);
-    return 0;
-}
-
-int h_queues_complete_many(http_req *req)
-{
-    http_defer(req, complete_many_work);
     return 0;
 }
 
@@ -185,29 +166,17 @@ static int age_work(http_req *req, const char *field, const char *result,
     return http_reply_owned(req, 200, json_pack("{sI}", result, (json_int_t)n));
 }
 
-static int requeue_work(http_req *req)
+int h_queues_requeue(http_req *req)
 {
     return age_work(req, "timeout_seconds", "requeued", queue_requeue_timed_out);
 }
 
-int h_queues_requeue(http_req *req)
-{
-    http_defer(req, requeue_work);
-    return 0;
-}
-
-static int purge_work(http_req *req)
+int h_queues_purge(http_req *req)
 {
     return age_work(req, "older_than_seconds", "purged", queue_purge_done);
 }
 
-int h_queues_purge(http_req *req)
-{
-    http_defer(req, purge_work);
-    return 0;
-}
-
-static int stats_work(http_req *req)
+int h_queues_stats(http_req *req)
 {
     queue *q = queue_for(req, false, false);
     if (!q)
@@ -219,13 +188,7 @@ static int stats_work(http_req *req)
     return http_reply_owned(req, 200, out);
 }
 
-int h_queues_stats(http_req *req)
-{
-    http_defer(req, stats_work);
-    return 0;
-}
-
-static int verify_work(http_req *req)
+int h_queues_verify(http_req *req)
 {
     queue *q = queue_for(req, false, false);
     if (!q)
@@ -237,13 +200,7 @@ static int verify_work(http_req *req)
     return http_reply_owned(req, 200, out);
 }
 
-int h_queues_verify(http_req *req)
-{
-    http_defer(req, verify_work);
-    return 0;
-}
-
-static int repair_work(http_req *req)
+int h_queues_repair(http_req *req)
 {
     long long timeout;
     char msg[160];
@@ -257,10 +214,4 @@ static int repair_work(http_req *req)
     if (queue_repair(q, timeout, &out, &err))
         return http_reply_storh(req, &err);
     return http_reply_owned(req, 200, out);
-}
-
-int h_queues_repair(http_req *req)
-{
-    http_defer(req, repair_work);
-    return 0;
 }

@@ -23,7 +23,7 @@ int h_healthz(http_req *req)
 }
 
 /* On the worker pool: pinging PostgreSQL may block for its connect timeout. */
-static int readyz_work(http_req *req)
+int h_readyz(http_req *req)
 {
     service *svc = http_service(req);
     const char *root = svc->cfg.root;
@@ -74,12 +74,6 @@ static int readyz_work(http_req *req)
     ok = ok && !degraded;
     json_decref(checks);
     return http_reply_owned(req, ok ? 200 : 503, o);
-}
-
-int h_readyz(http_req *req)
-{
-    http_defer(req, readyz_work);
-    return 0;
 }
 
 int h_metrics(http_req *req)

@@ -315,7 +315,9 @@ static enum MHD_Result send_reply(http_req *req);
 
 /* ---- work off the event loop ---- */
 
-void http_defer(http_req *req, int (*fn)(http_req *req))
+/* Runs fn(req) on the worker pool after the loop's part returns; the
+ * connection is suspended meanwhile and resumed once fn has replied. */
+static void http_defer(http_req *req, int (*fn)(http_req *req))
 {
     req->deferred = fn;
 }
@@ -516,7 +518,9 @@ static bool check_token(http_req *req)
     char why[160];
     /* a route that runs (or may run) off the loop verifies a new token
      * there: an RS256 check must not stall the loop's other connections */
-    if (req->route->run != ROUTE_RUN_LOOP && !req->verify_pending) {
+    /* (a streamed body's on_begin runs on the loop before the handler, so
+     * such a route verifies here) */
+    if (req->route->run != ROUTE_RUN_LOOP && !req->route->on_begin && !req->verify_pending) {
         int rc = auth_verify_cached(req->svc->auth, h + 7, &req->claims, why, sizeof why);
         if (rc > 0) {
             req->verify_pending = true;
@@ -565,9 +569,7 @@ static bool req_begin(http_req *req)
     char msg[160];
     if (!route_check_params(&req->m, msg, sizeof msg))
         return http_fail(req, 400, "%s", msg), false;
-    /* path is split by now: look at the URL */
-    if (svc->auth && (!strncmp(req->url, "/v1/", 4) || !strncmp(req->url, "/rpc/", 5)) &&
-        !check_token(req))
+    if (svc->auth && req->route->auth == ROUTE_AUTH_TOKEN && !check_token(req))
         return false;
     route_body kind = req->route->body;
     if (kind == ROUTE_BODY_NONE)

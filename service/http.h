@@ -73,12 +73,10 @@ int http_reply_storh(http_req *req, const storh_err *err);
 typedef int (*http_fill_fn)(void *state, buf *out, size_t max, storh_err *err);
 int http_reply_stream(http_req *req, int status, const char *ctype, http_fill_fn fill, void *state,
                       void (*free_fn)(void *));
-/* Runs fn(req) on the worker pool after the handler returns; the
- * connection is suspended meanwhile and resumed once fn has replied. Use it
- * for every engine call that may block (fsync). Request state (params, body,
- * http_state) stays valid. */
-void http_defer(http_req *req, int (*fn)(http_req *req));
-/* From a deferred fn: keep the connection suspended after fn returns; some
+/* Where a handler runs is its route's .run (route.h), not its own choice:
+ * a ROUTE_RUN_POOL handler runs on the worker pool with the connection
+ * suspended, and request state (params, body, http_state) stays valid. */
+/* From a handler on the pool: keep the connection suspended after it returns; some
  * thread calls http_complete(req) once it has replied (long polls). */
 void http_park(http_req *req);
 void http_complete(http_req *req);

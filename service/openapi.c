@@ -251,7 +251,7 @@ static json_t *operation(json_t *comps, const route *r, storh_err *err)
                       r->method, r->pattern);
         return NULL;
     }
-    bool guarded = !strncmp(r->pattern, "/v1/", 4) || !strncmp(r->pattern, "/rpc/", 5);
+    bool guarded = r->auth == ROUTE_AUTH_TOKEN;
     json_t *params = parameters(comps, r, err);
     json_t *resp = params ? responses(comps, r, guarded, err) : NULL;
     json_t *body = resp && r->req ? request_body(comps, r, err) : NULL;

@@ -25,14 +25,22 @@ typedef enum {
 
 /* Where a route's handler runs; http.c decides from this, not the handler. */
 typedef enum {
-    ROUTE_RUN_LOOP = 0, /* on the event loop (a handler may still http_defer) */
-    ROUTE_RUN_POOL,     /* on the work pool, token verification included */
+    /* on the event loop: only for work that cannot block (no file lock, no
+     * mutex held across I/O, no scan of a collection) */
+    ROUTE_RUN_LOOP = 0,
+    ROUTE_RUN_POOL, /* on the work pool, token verification included */
     /* on_loop first, on the event loop, when the token is in the verified-
      * token cache; it replies (returns 0) or declines (returns 1, nothing
      * replied), and then the handler runs on the work pool. A token not yet
      * verified goes to the pool without trying on_loop. */
     ROUTE_RUN_LOOP_FIRST,
 } route_run;
+
+/* What a route asks of the caller when JWT auth is configured. */
+typedef enum {
+    ROUTE_AUTH_TOKEN = 0, /* a verified bearer token granting .scope (if set) */
+    ROUTE_AUTH_NONE,      /* no token: health, readiness, metrics, the contract */
+} route_auth;
 
 typedef struct route {
     const char *method;
@@ -45,6 +53,7 @@ typedef struct route {
     route_body body;
     route_run run;
     int (*on_loop)(http_req *req); /* ROUTE_RUN_LOOP_FIRST */
+    route_auth auth;
     const char *scope;
     /* ---- the contract (openapi.c renders it) ---- */
     const char *op; /* operationId */

@@ -16,7 +16,7 @@ typedef struct service {
     const route *routes;
     size_t nroutes;
     registry *reg;
-    workpool *pool;          /* blocking engine calls run here (http_defer) */
+    workpool *pool;          /* ROUTE_RUN_POOL handlers run here */
     struct auth *auth;       /* NULL: no JWT key, /v1 on loopback only */
     struct rpc *rpc;         /* NULL: no page RPC configured */
     struct mirror **mirrors; /* from the config's "mirrors" (or the default) */
