@@ -18,6 +18,7 @@
 #include "docstore.h"
 #include "estats.h"
 #include "queue.h"
+#include "logset.h"
 #include "seglog.h"
 
 typedef struct progress {
@@ -124,33 +125,97 @@ static int run_doc(const char *cmd, const char *root, const char *name)
     return rc ? fail(&err) : print(out);
 }
 
-static int run_log(const char *cmd, const char *root, const char *name)
+/* The logs the CLI opened (logset_open's opener): closed together. */
+typedef struct opened {
+    const char *root;
+    seglog **logs;
+    size_t n, cap;
+} opened;
+
+static int open_log(void *ctx, const char *name, const seglog_opts *o, seglog **out, storh_err *err)
+{
+    opened *op = ctx;
+    if (op->n == op->cap) {
+        size_t cap = op->cap ? op->cap * 2 : 8;
+        seglog **grown = realloc(op->logs, cap * sizeof *grown);
+        if (!grown)
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        op->logs = grown;
+        op->cap = cap;
+    }
+    int rc = seglog_open(op->root, name, o, false, out, err);
+    if (!rc)
+        op->logs[op->n++] = *out;
+    return rc;
+}
+
+/* The stream as every reader sees it (logset): its one log, or, when it
+ * has none, its partitions (the CLI has no config saying which). */
+static int open_stream(const char *root, const char *name, opened *op, logset *ls, storh_err *err)
 {
     seglog_opts o;
     seglog_opts_default(&o);
-    seglog *s;
+    op->root = root;
+    int rc = logset_open(ls, root, name, &o, open_log, op, err);
+    if (rc == STORH_ENOTFOUND) {
+        o.partition = SEGLOG_PART_DAILY; /* daily and monthly alike, by name */
+        rc = logset_open(ls, root, name, &o, open_log, op, err);
+    }
+    return rc;
+}
+
+/* fn on every log of the set: its result for one log, else an object of
+ * results keyed by partition. */
+static int each_log(const logset *ls, int (*fn)(seglog *, json_t **, storh_err *), json_t **out,
+                    storh_err *err)
+{
+    if (ls->n == 1 && !ls->part)
+        return fn(ls->logs[0], out, err);
+    json_t *all = json_object();
+    if (!all)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    for (size_t i = 0; i < ls->n; i++) {
+        json_t *one = NULL;
+        int rc = fn(ls->logs[i], &one, err);
+        if (rc) {
+            json_decref(all);
+            return rc;
+        }
+        json_object_set_new(all, ls->part[i], one);
+    }
+    *out = all;
+    return 0;
+}
+
+static int run_log(const char *cmd, const char *root, const char *name)
+{
     storh_err err;
     progress pr;
     progress_start(&pr, cmd, 0);
-    int rc = seglog_open(root, name, &o, false, &s, &err);
+    opened op = {0};
+    logset ls;
+    int rc = open_stream(root, name, &op, &ls, &err);
     json_t *out = NULL;
     if (!rc) {
         if (!strcmp(cmd, "stats"))
-            rc = seglog_stats(s, &out, &err);
+            rc = logset_stats(&ls, &out, &err);
         else if (!strcmp(cmd, "verify"))
-            rc = seglog_verify(s, &out, &err);
+            rc = logset_verify(&ls, &out, &err);
         else if (!strcmp(cmd, "repair"))
-            rc = seglog_repair(s, &out, &err);
+            rc = each_log(&ls, seglog_repair, &out, &err);
         else if (!strcmp(cmd, "compact")) {
             json_t *rep = NULL;
-            rc = seglog_compact(s, &rep, &err);
+            rc = each_log(&ls, seglog_compact, &rep, &err);
             json_decref(rep);
             if (!rc) /* storh prints the stats after compacting */
-                rc = seglog_stats(s, &out, &err);
+                rc = logset_stats(&ls, &out, &err);
         } else
             rc = storh_err_set(&err, STORH_EINVAL, "reindex is for DocStore collections.");
-        seglog_close(s);
+        logset_free(&ls);
     }
+    for (size_t i = 0; i < op.n; i++)
+        seglog_close(op.logs[i]);
+    free(op.logs);
     progress_stop(&pr);
     return rc ? fail(&err) : print(out);
 }

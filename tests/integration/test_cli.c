@@ -4,6 +4,7 @@
 #include "../test.h"
 #include "../tmpdir.h"
 #include "docstore.h"
+#include "seglog.h"
 #include "sjson.h"
 
 static char root[PATH_MAX];
@@ -60,9 +61,46 @@ TEST(verify_exits_non_zero_on_drift_and_repair_fixes_it)
     CHECK_INT(storh(args, out, sizeof out), 1);
 }
 
+/* A daily stream is its partitions: the CLI reads them all, as the
+ * service does (it used to open <root>/<name> alone and find no log). */
+TEST(log_commands_see_every_partition)
+{
+    int64_t day = 86400000, t0 = (int64_t)1700000000000;
+    for (int p = 0; p < 3; p++) {
+        seglog_opts o;
+        seglog_opts_default(&o);
+        o.partition = SEGLOG_PART_DAILY;
+        o.partition_ts_ms = t0 + p * day;
+        seglog *s;
+        CHECK_INT(seglog_open(root, "daily", &o, true, &s, NULL), 0);
+        for (int i = 0; i <= p; i++) {
+            json_t *d = json_pack("{si}", "i", i);
+            char id[37];
+            CHECK_INT(seglog_put(s, NULL, d, id, NULL), 0);
+            json_decref(d);
+        }
+        seglog_close(s);
+    }
+    char out[8192], args[PATH_MAX + 64];
+    snprintf(args, sizeof args, "stats %s daily log", root);
+    CHECK_INT(storh(args, out, sizeof out), 0);
+    CHECK(strstr(out, "\"records\": 6") != NULL);
+    CHECK(strstr(out, "\"partitions\": 3") != NULL);
+    snprintf(args, sizeof args, "verify %s daily log", root);
+    CHECK_INT(storh(args, out, sizeof out), 0);
+    CHECK_PREFIX(out, "{\n    \"ok\": true,");
+    snprintf(args, sizeof args, "compact %s daily log", root);
+    CHECK_INT(storh(args, out, sizeof out), 0);
+    CHECK(strstr(out, "\"records\": 6") != NULL);
+    snprintf(args, sizeof args, "repair %s daily log", root);
+    CHECK_INT(storh(args, out, sizeof out), 0);
+    CHECK(strstr(out, "\"2023-11-14\"") != NULL); /* one result per partition */
+}
+
 static const test_case tests[] = {
     {"verify_exits_non_zero_on_drift_and_repair_fixes_it",
      verify_exits_non_zero_on_drift_and_repair_fixes_it},
+    {"log_commands_see_every_partition", log_commands_see_every_partition},
 };
 
 TMPDIR_TEST_MAIN(root, tests)
