@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mdriver.h"
+#include "pgerr.h"
 
 #define STMT_CACHE 32
 #define MAX_PARAMS 32768
@@ -42,11 +43,8 @@ static int conn_ok(pg_driver *d, storh_err *err)
 static int result_error(pg_driver *d, PGresult *r, storh_err *err)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    int code = STORH_EIO;
-    if (state && !strcmp(state, "23505"))
-        code = STORH_ECONFLICT;
-    else if (PQstatus(d->conn) != CONNECTION_OK || (state && !strncmp(state, "08", 2)))
-        code = STORH_EUNAVAIL;
+    int code =
+        state && !strcmp(state, "23505") ? STORH_ECONFLICT : pgerr_code(d->conn, r, STORH_EIO);
     storh_err_set(err, code, "SQL mirror statement failed: %s",
                   r ? PQresultErrorMessage(r) : PQerrorMessage(d->conn));
     PQclear(r);

@@ -349,7 +349,8 @@ static void run_deferred(void *p)
 void http_requeue(http_req *req, int (*fn)(http_req *req))
 {
     req->deferred = fn;
-    if (workpool_submit(req->svc->pool, run_deferred, req) != 0) {
+    bool side = req->route && req->route->run == ROUTE_RUN_SIDE;
+    if (workpool_submit(side ? req->svc->side : req->svc->pool, run_deferred, req) != 0) {
         http_reply_error(req, 503, "Out of memory.");
         http_complete(req);
     }

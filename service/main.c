@@ -20,6 +20,10 @@
 #include "routes.h"
 #include "service.h"
 
+/* The side pool's threads (ROUTE_RUN_SIDE): scrapes, probes and _stats are
+ * few at a time; two let one wait on a lock while another answers. */
+#define SIDE_THREADS 2
+
 int main(int argc, char **argv)
 {
     /* SIGINT and SIGTERM are taken by sigwait at the end of main, so every
@@ -96,7 +100,8 @@ int main(int argc, char **argv)
     if (svc.reg)
         registry_set_fd_safe(svc.reg, svc.budget.fd_safe_engines);
     svc.pool = workpool_new(svc.cfg.workers);
-    if (!svc.reg || !svc.pool || metrics_init(svc.routes, svc.nroutes) != 0 ||
+    svc.side = workpool_new(SIDE_THREADS);
+    if (!svc.reg || !svc.pool || !svc.side || metrics_init(svc.routes, svc.nroutes) != 0 ||
         longpoll_start() != 0) {
         fprintf(stderr, "storhd: out of memory\n");
         return 1;
@@ -112,6 +117,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "storhd: %s\n", msg);
         longpoll_stop();
         workpool_free(svc.pool);
+        workpool_free(svc.side);
         registry_free(svc.reg);
         metrics_free();
         config_free(&svc.cfg);
@@ -136,9 +142,11 @@ int main(int argc, char **argv)
     /* parked long polls answer, queued writes finish, then the server stops */
     longpoll_stop();
     workpool_shutdown(svc.pool);
+    workpool_shutdown(svc.side);
     http_stop(srv);
     h_mirror_teardown(&svc);
     workpool_free(svc.pool);
+    workpool_free(svc.side);
     registry_free(svc.reg);
     auth_free(svc.auth);
     rpc_free(svc.rpc);

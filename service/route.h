@@ -29,6 +29,11 @@ typedef enum {
      * mutex held across I/O, no scan of a collection) */
     ROUTE_RUN_LOOP = 0,
     ROUTE_RUN_POOL, /* on the work pool, token verification included */
+    /* on the side pool (a few threads of its own): reads for probes and
+     * operators (/metrics, /readyz, _stats, _health) that may wait on a lock
+     * or scan, and must neither stall the loop nor queue behind a work pool
+     * saturated with writes or RPC calls */
+    ROUTE_RUN_SIDE,
     /* on_loop first, on the event loop, when the token is in the verified-
      * token cache; it replies (returns 0) or declines (returns 1, nothing
      * replied), and then the handler runs on the work pool. A token not yet

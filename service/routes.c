@@ -26,6 +26,8 @@
 #define JSON_BODY .body = ROUTE_BODY_JSON
 /* on the work pool: it writes, waits on a lock or a mutex, or scans */
 #define POOL .run = ROUTE_RUN_POOL
+/* on the side pool: probes and operator reads that may wait or scan */
+#define SIDE .run = ROUTE_RUN_SIDE
 /* answered without a token even when JWT auth is on (probes, scrapes) */
 #define PUBLIC .auth = ROUTE_AUTH_NONE
 #define LIST_QUERY "after limit from_ms until_ms eq"
@@ -33,10 +35,10 @@
 static const route table[] = {
     ROUTE("GET", "/healthz", h_healthz, PUBLIC, .op = "getHealth", .summary = "Process is alive.",
           .res = "200:Health"),
-    ROUTE("GET", "/readyz", h_readyz, POOL, PUBLIC, .op = "getReady",
+    ROUTE("GET", "/readyz", h_readyz, SIDE, PUBLIC, .op = "getReady",
           .summary = "Storage root writable (and dependencies reachable).",
           .res = "200:Ready 503:NotReady"),
-    ROUTE("GET", "/metrics", h_metrics, POOL, PUBLIC, .op = "getMetrics",
+    ROUTE("GET", "/metrics", h_metrics, SIDE, PUBLIC, .op = "getMetrics",
           .summary = "Prometheus metrics (text format 0.0.4).", .res = "200:text"),
     ROUTE("GET", "/openapi.json", h_openapi, PUBLIC, .op = "getOpenApi",
           .summary = "This API described as OpenAPI 3.1.", .res = "200:OpenApi"),
@@ -96,10 +98,10 @@ static const route table[] = {
           .summary = "Export every record as NDJSON in id order. A stream that fails midway ends "
                      "without the terminating chunk (a client error), never as a complete body.",
           .res = "200:ndjson:Record"),
-    ROUTE("GET", DOCS "/_stats", h_docs_stats, POOL, .scope = "docs:read", .op = "getDocStats",
+    ROUTE("GET", DOCS "/_stats", h_docs_stats, SIDE, .scope = "docs:read", .op = "getDocStats",
           .summary = "Record count, bytes, corrupt records, indexes.",
           .res = "200:CollectionStats"),
-    ROUTE("GET", DOCS "/_health", h_docs_health, POOL, .scope = "docs:read", .op = "getDocHealth",
+    ROUTE("GET", DOCS "/_health", h_docs_health, SIDE, .scope = "docs:read", .op = "getDocHealth",
           .summary = "Health of the collection: ok, errors, stats.", .res = "200:CollectionCheck"),
     ROUTE("POST", DOCS "/_query", h_docs_query, POOL, JSON_BODY, .scope = "docs:read",
           .op = "queryDocs",
@@ -166,7 +168,7 @@ static const route table[] = {
           .summary =
               "Delete records older than {older_than_days} (or older_than_ms), then compact.",
           .req = "Retain", .res = "200:Retained 404 507"),
-    ROUTE("GET", LOGS "/_stats", h_logs_stats, POOL, .scope = "logs:read", .op = "getLogStats",
+    ROUTE("GET", LOGS "/_stats", h_logs_stats, SIDE, .scope = "logs:read", .op = "getLogStats",
           .summary = "segments, records, deleted, bytes.", .res = "200:LogStats 404"),
     ROUTE("GET", LOGS "/_verify", h_logs_verify, POOL, .scope = "logs:read", .op = "verifyLog",
           .summary = "Bad lines, state drift: {ok, errors, stats}.", .res = "200:LogCheck 404"),

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pgerr.h"
 #include "sjson.h"
 #include "xxhash.h"
 
@@ -536,7 +537,7 @@ static int query(rpc *r, int fi, const buf *a, const buf *cl, rpc_result *res, s
         snprintf(name, sizeof name, "rpc%d", fi);
         const char *const vals[2] = {cl->data, a->data};
         PGresult *q = exec_bounded(r, c, name, vals, &late);
-        const char *state = q ? PQresultErrorField(q, PG_DIAG_SQLSTATE) : NULL;
+        int code = pgerr_code(c->conn, q, STORH_EINVAL);
         if (PQresultStatus(q) == PGRES_TUPLES_OK && PQntuples(q) == 1) {
             res->len = (size_t)PQgetlength(q, 0, 0);
             res->body = malloc(res->len + 1);
@@ -544,11 +545,11 @@ static int query(rpc *r, int fi, const buf *a, const buf *cl, rpc_result *res, s
                 memcpy(res->body, PQgetvalue(q, 0, 0), res->len + 1);
             else
                 rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-        } else if (late || (state && !strcmp(state, "57014"))) { /* query_canceled */
+        } else if (late || code == STORH_ETIMEOUT) {
             rc = storh_err_set(err, STORH_ETIMEOUT,
                                "%s did not answer within %d ms (--rpc-timeout); it was cancelled.",
                                r->fn[fi], r->timeout_ms);
-        } else if (PQstatus(c->conn) != CONNECTION_OK) {
+        } else if (code == STORH_EUNAVAIL) {
             rc = storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
                                PQerrorMessage(c->conn));
         } else {

@@ -17,6 +17,7 @@ typedef struct service {
     size_t nroutes;
     registry *reg;
     workpool *pool;          /* ROUTE_RUN_POOL handlers run here */
+    workpool *side;          /* ROUTE_RUN_SIDE handlers run here */
     struct auth *auth;       /* NULL: no JWT key, /v1 on loopback only */
     struct rpc *rpc;         /* NULL: no page RPC configured */
     struct mirror **mirrors; /* from the config's "mirrors" (or the default) */
