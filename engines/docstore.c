@@ -103,14 +103,14 @@ int docstore_open(const char *root, const char *name, docstore **out, storh_err 
 {
     docstore *ds = calloc(1, sizeof *ds);
     if (!ds)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     size_t rl = strlen(root);
     while (rl > 1 && (root[rl - 1] == '/' || root[rl - 1] == '\\'))
         rl--;
     ds->dir = malloc(rl + strlen(name) + 2);
     if (!ds->dir) {
         free(ds);
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     }
     sprintf(ds->dir, "%.*s/%s", (int)rl, root, name);
     if (strlen(ds->dir) + 100 >= PATH_MAX) { /* room for data/xx/<id>.jsonc and temps */
@@ -167,7 +167,7 @@ int docstore_set_cache(docstore *ds, int mode, size_t max_entries, size_t max_by
 {
     rcache *c = rcache_new((rcache_mode)mode, max_entries, max_bytes);
     if (!c)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     rcache_free(ds->cache);
     ds->cache = c;
     return 0;
@@ -207,7 +207,7 @@ int docstore_encode_record(buf *out, const char *id, const json_t *data, storh_e
     if (rc)
         return rc;
     buf_append(out, "}\n", 2);
-    return buf_failed(out) ? storh_err_set(err, STORH_ENOMEM, "Out of memory.") : 0;
+    return buf_failed(out) ? storh_err_oom(err) : 0;
 }
 
 int docstore_decode_record(const char *bytes, size_t len, const char *expect_id, json_t **data,
@@ -241,7 +241,7 @@ int docstore_decode_record(const char *bytes, size_t len, const char *expect_id,
         d = json_object();
     json_decref(root);
     if (!d)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     *data = d;
     return 0;
 }
@@ -372,7 +372,7 @@ int docstore_stage_begin(docstore *ds, docstore_stage **out, storh_err *err)
 {
     docstore_stage *st = calloc(1, sizeof *st);
     if (!st)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     st->ds = ds;
     st->bulk = true;
     st->sync_fd = -1;
@@ -400,7 +400,7 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
         size_t cap = st->cap ? st->cap * 2 : 16;
         stage_row *r = realloc(st->rows, cap * sizeof *r);
         if (!r)
-            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            return storh_err_oom(err);
         st->rows = r;
         st->cap = cap;
     }
@@ -441,7 +441,7 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
         free(row->tmp);
         free(row->final);
         json_decref(row->data);
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     }
     st->n++;
     return 0;
@@ -513,8 +513,7 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
     int rc;
     if (json_is_array(row)) {
         json_t *empty = json_object();
-        rc = empty ? docstore_stage_put(st, NULL, empty, out_id, err)
-                   : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        rc = empty ? docstore_stage_put(st, NULL, empty, out_id, err) : storh_err_oom(err);
         json_decref(empty);
     } else if (!json_is_object(row)) {
         rc = storh_err_set(err, STORH_EINVAL, "JSONL import rows must be objects.");
@@ -543,8 +542,7 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
                 if (kept && !sjson_is_int_key(k, kl))
                     json_object_setn(kept, k, kl, v);
             }
-            rc = kept ? docstore_stage_element(st, kept, out_id, err)
-                      : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            rc = kept ? docstore_stage_element(st, kept, out_id, err) : storh_err_oom(err);
             json_decref(kept);
         }
     }
@@ -614,7 +612,7 @@ static int commit_record(docstore_stage *st, storh_err *err)
 {
     const char **finals = malloc(2 * st->n * sizeof *finals);
     if (!finals)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     const char **ids = finals + st->n;
     for (size_t i = 0; i < st->n; i++) {
         finals[i] = st->rows[i].final;
@@ -645,7 +643,7 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
     size_t cap = st->n < COMMIT_MAX_DIRS ? st->n : COMMIT_MAX_DIRS;
     char(*dirs)[PATH_MAX] = malloc(sizeof *dirs * cap);
     if (!dirs)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     fsx_lock l;
     int rc = docstore_lock(ds, &l, err);
     if (rc) {
@@ -839,7 +837,7 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
 {
     docstore_iter *it = calloc(1, sizeof *it);
     if (!it)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     it->ds = ds;
     it->q = q;
     char data[PATH_MAX];
@@ -930,7 +928,7 @@ int docstore_collections(const char *root, json_t **names, storh_err *err)
     *names = NULL;
     json_t *out = json_array();
     if (!out)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     DIR *d = opendir(root);
     if (!d) {
         if (errno == ENOENT) { /* no root yet: no collections */
@@ -949,7 +947,7 @@ int docstore_collections(const char *root, json_t **names, storh_err *err)
             stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
             continue;
         if (json_array_append_new(out, json_string(de->d_name)))
-            rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            rc = storh_err_oom(err);
     }
     closedir(d);
     if (rc) {
@@ -960,7 +958,7 @@ int docstore_collections(const char *root, json_t **names, storh_err *err)
     json_t **v = malloc((n ? n : 1) * sizeof *v);
     if (!v) {
         json_decref(out);
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     }
     for (size_t i = 0; i < n; i++)
         v[i] = json_incref(json_array_get(out, i));

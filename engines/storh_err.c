@@ -17,6 +17,11 @@ int storh_err_set(storh_err *err, int code, const char *fmt, ...)
     return code;
 }
 
+int storh_err_oom(storh_err *err)
+{
+    return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+}
+
 int storh_err_sys(storh_err *err, int errnum, const char *fmt, ...)
 {
     int code = STORH_EIO;

@@ -37,6 +37,9 @@ int storh_err_set(storh_err *err, int code, const char *fmt, ...)
  * the limit's name) is appended to the message. */
 int storh_err_sys(storh_err *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The one out-of-memory error: STORH_ENOMEM, "Out of memory.". Messages
+ * are sentences: a capital first letter and a full stop. */
+int storh_err_oom(storh_err *err);
 /* A short stable name for a code: "invalid", "not_found", ... */
 const char *storh_err_name(int code);
 

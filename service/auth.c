@@ -129,7 +129,7 @@ int auth_new(const auth_opts *o, auth **out, char *msg, size_t cap)
 {
     auth *a = calloc(1, sizeof *a);
     if (!a) {
-        snprintf(msg, cap, "out of memory");
+        snprintf(msg, cap, "Out of memory.");
         return -1;
     }
     pthread_mutex_init(&a->mu, NULL);

@@ -149,8 +149,7 @@ static int list_fill(void *p, buf *out, size_t max, storh_err *err)
         json_t *row = json_pack("{sssO}", "id", id, "data", data);
         json_decref(data);
         size_t mark = out->len;
-        rc = row ? sjson_encode(out, row, 0, err)
-                 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        rc = row ? sjson_encode(out, row, 0, err) : storh_err_oom(err);
         json_decref(row);
         if (rc) {
             out->len = mark; /* only whole rows before the abort */

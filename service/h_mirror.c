@@ -66,11 +66,9 @@ static int collections_of(service *svc, mirror *m, const char *only, json_t **na
 {
     json_t *out = *names = json_array();
     if (!out)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     if (only)
-        return json_array_append_new(out, json_string(only))
-                   ? storh_err_set(err, STORH_ENOMEM, "Out of memory.")
-                   : 0;
+        return json_array_append_new(out, json_string(only)) ? storh_err_oom(err) : 0;
     json_t *declared = mirror_collections(m);
     const char *dn;
     json_t *dv;

@@ -437,7 +437,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
         s->off = 0;
         int rc = s->fill(s->state, &s->pending, max, &s->err);
         if (rc >= 0 && buf_failed(&s->pending)) {
-            rc = storh_err_set(&s->err, STORH_ENOMEM, "Out of memory.");
+            rc = storh_err_oom(&s->err);
             buf_reset(&s->pending);
         }
         /* the whole rows before a failure go out first, then the abort */
@@ -785,7 +785,7 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
     (void)slen;
     http_server *s = calloc(1, sizeof *s);
     if (!s) {
-        snprintf(msg, cap, "out of memory");
+        snprintf(msg, cap, "Out of memory.");
         return -1;
     }
     s->svc = svc;

@@ -340,7 +340,7 @@ static int get(registry *r, registry_holder *h, int kind, const char *key, const
         if (!holder_push(h, e)) {
             drop_ref(r, e);
             pthread_mutex_unlock(&r->mu);
-            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            return storh_err_oom(err);
         }
         *out = e->h;
         pthread_mutex_unlock(&r->mu);
@@ -365,7 +365,7 @@ static int get(registry *r, registry_holder *h, int kind, const char *key, const
         free(e);
         pthread_mutex_unlock(&r->mu);
         close_victims(victims);
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     }
     e->kind = kind;
     e->hash = hash;

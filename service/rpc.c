@@ -98,7 +98,7 @@ int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap)
 {
     rpc *r = calloc(1, sizeof *r);
     if (!r)
-        return snprintf(msg, cap, "out of memory"), -1;
+        return snprintf(msg, cap, "Out of memory."), -1;
     pthread_mutex_init(&r->mu, NULL);
     pthread_condattr_t ca; /* the pool's waits count on the monotonic clock */
     pthread_condattr_init(&ca);
@@ -441,7 +441,7 @@ int rpc_key_new(rpc *r, const char *function, const json_t *args, const char *ra
         return storh_err_set(err, STORH_ENOTFOUND, "No such rpc function: %.64s", function);
     rpc_key *k = calloc(1, sizeof *k);
     if (!k)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     k->fi = fi;
     sjson_encode(&k->args, args, 0, NULL); /* canonical: one key for one argument set */
     if (claims)
@@ -460,7 +460,7 @@ int rpc_key_new(rpc *r, const char *function, const json_t *args, const char *ra
     if (buf_failed(&k->args) || buf_failed(&k->claims) || buf_failed(&k->key) ||
         buf_failed(&k->raw)) {
         rpc_key_free(k);
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     }
     *out = k;
     return 0;
@@ -544,7 +544,7 @@ static int query(rpc *r, int fi, const buf *a, const buf *cl, rpc_result *res, s
             if (res->body)
                 memcpy(res->body, PQgetvalue(q, 0, 0), res->len + 1);
             else
-                rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+                rc = storh_err_oom(err);
         } else if (late || code == STORH_ETIMEOUT) {
             rc = storh_err_set(err, STORH_ETIMEOUT,
                                "%s did not answer within %d ms (--rpc-timeout); it was cancelled.",
@@ -600,7 +600,7 @@ static int flight_wait(rpc *r, flight *f, rpc_result *res, storh_err *err)
         res->len = f->len;
         memcpy(res->etag, f->etag, sizeof res->etag);
     } else {
-        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        rc = storh_err_oom(err);
     }
     if (--f->waiters == 0)
         flight_free(f);
@@ -620,7 +620,7 @@ static void flight_land(rpc *r, flight *f, int rc, const storh_err *err, const r
     if (rc) {
         f->err = *err;
     } else if (f->waiters && !(f->body = malloc(res->len + 1))) {
-        f->rc = storh_err_set(&f->err, STORH_ENOMEM, "Out of memory.");
+        f->rc = storh_err_oom(&f->err);
     } else if (f->waiters) {
         memcpy(f->body, res->body, res->len + 1);
         f->len = res->len;
@@ -655,7 +655,7 @@ int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err)
     } else if (!hit) {
         free(f);
         f = NULL;
-        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        rc = storh_err_oom(err);
     }
     pthread_mutex_unlock(&r->mu);
     if (f) {

@@ -139,7 +139,7 @@ static int open_log(void *ctx, const char *name, const seglog_opts *o, seglog **
         size_t cap = op->cap ? op->cap * 2 : 8;
         seglog **grown = realloc(op->logs, cap * sizeof *grown);
         if (!grown)
-            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            return storh_err_oom(err);
         op->logs = grown;
         op->cap = cap;
     }
@@ -173,7 +173,7 @@ static int each_log(const logset *ls, int (*fn)(seglog *, json_t **, storh_err *
         return fn(ls->logs[0], out, err);
     json_t *all = json_object();
     if (!all)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        return storh_err_oom(err);
     for (size_t i = 0; i < ls->n; i++) {
         json_t *one = NULL;
         int rc = fn(ls->logs[i], &one, err);
