@@ -70,9 +70,9 @@ int h_docs_indexes_get(http_req *req)
 int h_docs_indexes_put(http_req *req)
 {
     bool rebuild;
-    char msg[160];
-    if (!reqparse_bool(req, "rebuild", true, &rebuild, msg, sizeof msg))
-        return http_reply_error(req, 400, "%s", msg);
+    storh_err perr;
+    if (reqparse_bool(req, "rebuild", true, &rebuild, &perr))
+        return http_reply_storh(req, &perr);
     docstore *ds = h_docs_store(req, false);
     json_t *body = ds ? http_body_object(req) : NULL;
     if (!body)

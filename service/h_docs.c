@@ -194,12 +194,11 @@ static int start_stream(http_req *req, bool with_query)
     if (!s)
         return http_reply_error(req, 503, "Out of memory.");
     recquery_init(&s->q);
-    char msg[300];
-    if (with_query && !reqparse_recquery(req, &s->q, msg, sizeof msg)) {
-        list_free(s);
-        return http_reply_error(req, 400, "%s", msg);
-    }
     storh_err err;
+    if (with_query && reqparse_recquery(req, &s->q, &err)) {
+        list_free(s);
+        return http_reply_storh(req, &err);
+    }
     if (docstore_iter_open(ds, &s->q, &s->it, &err)) {
         list_free(s);
         return http_reply_storh(req, &err);

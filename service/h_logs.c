@@ -166,10 +166,10 @@ int h_logs_list(http_req *req)
     if (!s)
         return http_reply_error(req, 503, "Out of memory.");
     recquery_init(&s->q);
-    char msg[300];
-    if (!reqparse_recquery(req, &s->q, msg, sizeof msg)) {
+    storh_err perr;
+    if (reqparse_recquery(req, &s->q, &perr)) {
         list_free(s);
-        return http_reply_error(req, 400, "%s", msg);
+        return http_reply_storh(req, &perr);
     }
     if (!h_logs_set(req, &s->ls)) {
         list_free(s);

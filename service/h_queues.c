@@ -87,10 +87,10 @@ static int claim_work(http_req *req)
 int h_queues_claim(http_req *req)
 {
     long long limit, wait;
-    char msg[160];
-    if (!reqparse_int(req, "limit", 1, 1, CLAIM_MAX, &limit, msg, sizeof msg) ||
-        !reqparse_int(req, "wait_ms", 0, 0, WAIT_MAX_MS, &wait, msg, sizeof msg))
-        return http_reply_error(req, 400, "%s", msg);
+    storh_err perr;
+    if (reqparse_int(req, "limit", 1, 1, CLAIM_MAX, &limit, &perr) ||
+        reqparse_int(req, "wait_ms", 0, 0, WAIT_MAX_MS, &wait, &perr))
+        return http_reply_storh(req, &perr);
     claim_state *c = calloc(1, sizeof *c);
     if (!c)
         return http_reply_error(req, 503, "Out of memory.");
@@ -103,9 +103,9 @@ int h_queues_claim(http_req *req)
 static int complete_ids(http_req *req, json_t *ids)
 {
     bool keep;
-    char msg[160];
-    if (!reqparse_bool(req, "keep_done", true, &keep, msg, sizeof msg))
-        return http_reply_error(req, 400, "%s", msg);
+    storh_err perr;
+    if (reqparse_bool(req, "keep_done", true, &keep, &perr))
+        return http_reply_storh(req, &perr);
     queue *q = queue_for(req, false, false);
     if (!q)
         return 0;
@@ -203,9 +203,9 @@ int h_queues_verify(http_req *req)
 int h_queues_repair(http_req *req)
 {
     long long timeout;
-    char msg[160];
-    if (!reqparse_int(req, "timeout_seconds", 3600, 0, INT32_MAX, &timeout, msg, sizeof msg))
-        return http_reply_error(req, 400, "%s", msg);
+    storh_err perr;
+    if (reqparse_int(req, "timeout_seconds", 3600, 0, INT32_MAX, &timeout, &perr))
+        return http_reply_storh(req, &perr);
     queue *q = queue_for(req, false, false);
     if (!q)
         return 0;

@@ -19,23 +19,22 @@ bool reqparse_ll(const char *v, long long *out)
     return true;
 }
 
-bool reqparse_int(http_req *req, const char *key, long long dflt, long long min, long long max,
-                  long long *out, char *msg, size_t cap)
+int reqparse_int(http_req *req, const char *key, long long dflt, long long min, long long max,
+                 long long *out, storh_err *err)
 {
     const char *v = http_query(req, key);
     if (!v) {
         *out = dflt;
-        return true;
+        return 0;
     }
-    if (!reqparse_ll(v, out) || *out < min || *out > max) {
-        snprintf(msg, cap, "Query parameter %s: must be an integer from %lld to %lld.", key, min,
-                 max);
-        return false;
-    }
-    return true;
+    if (!reqparse_ll(v, out) || *out < min || *out > max)
+        return storh_err_set(err, STORH_EINVAL,
+                             "Query parameter %s: must be an integer from %lld to %lld.", key, min,
+                             max);
+    return 0;
 }
 
-bool reqparse_bool(http_req *req, const char *key, bool dflt, bool *out, char *msg, size_t cap)
+int reqparse_bool(http_req *req, const char *key, bool dflt, bool *out, storh_err *err)
 {
     const char *v = http_query(req, key);
     if (!v)
@@ -44,11 +43,9 @@ bool reqparse_bool(http_req *req, const char *key, bool dflt, bool *out, char *m
         *out = true;
     else if (!strcmp(v, "false") || !strcmp(v, "0"))
         *out = false;
-    else {
-        snprintf(msg, cap, "Query parameter %s: must be true or false.", key);
-        return false;
-    }
-    return true;
+    else
+        return storh_err_set(err, STORH_EINVAL, "Query parameter %s: must be true or false.", key);
+    return 0;
 }
 
 typedef struct parse_ctx {
@@ -97,22 +94,21 @@ static void parse_arg(void *cp, const char *k, const char *v)
     }
 }
 
-bool reqparse_recquery(http_req *req, recquery *q, char *msg, size_t cap)
+int reqparse_recquery(http_req *req, recquery *q, storh_err *err)
 {
-    parse_ctx c = {q, msg, cap, false};
+    char msg[400];
+    parse_ctx c = {q, msg, sizeof msg, false};
     http_query_each(req, parse_arg, &c);
     if (c.bad)
-        return false;
+        return storh_err_set(err, STORH_EINVAL, "%s", msg);
     const char *f = http_query(req, "from_ms"), *u = http_query(req, "until_ms");
     long long fv = 0, uv = 0;
     if (f)
         reqparse_ll(f, &fv);
     if (u)
         reqparse_ll(u, &uv);
-    storh_err err;
-    if ((f || u) && recquery_time_range(q, f != NULL, fv, u != NULL, uv, &err)) {
-        snprintf(msg, cap, "Time range: %.200s", err.msg);
-        return false;
-    }
-    return true;
+    storh_err terr;
+    if ((f || u) && recquery_time_range(q, f != NULL, fv, u != NULL, uv, &terr))
+        return storh_err_set(err, STORH_EINVAL, "Time range: %.200s", terr.msg);
+    return 0;
 }
