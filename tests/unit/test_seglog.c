@@ -756,6 +756,57 @@ TEST(storh_lines_decode_as_the_whole_envelope)
     buf_free(&seg);
 }
 
+/* A segment several read chunks long, with a record longer than a chunk:
+ * reads in chunks see every record once, in order, from any cursor. */
+TEST(reads_cross_chunk_boundaries)
+{
+    seglog *s = open_log("chunks", 8 * 1024 * 1024);
+    CHECK(s != NULL);
+    enum { N = 3000, BIG = 1500 };
+    static char ids[N][37];
+    char *pad = malloc(400 * 1024 + 1);
+    memset(pad, 'x', 400 * 1024);
+    pad[400 * 1024] = '\0';
+    seglog_batch *b;
+    CHECK_INT(seglog_batch_begin(s, &b, NULL), 0);
+    for (int i = 0; i < N; i++) {
+        json_t *d = json_pack("{siss}", "i", i, "p", i == BIG ? pad : "0123456789abcdef");
+        json_t *row = json_pack("{so}", "data", d);
+        CHECK_INT(seglog_batch_element(b, row, ids[i], NULL), 0);
+        json_decref(row);
+    }
+    CHECK_INT(seglog_batch_commit(b, NULL, NULL), 0);
+    free(pad);
+    static char got[N][37];
+    CHECK_INT(count_live(s, NULL, got, N), N);
+    int inorder = 0;
+    for (int i = 0; i < N; i++)
+        inorder += !strcmp(got[i], ids[i]);
+    CHECK_INT(inorder, N);
+    int froms[] = {0, 700, BIG - 1, BIG, 2990};
+    for (size_t k = 0; k < sizeof froms / sizeof *froms; k++) {
+        recquery q;
+        recquery_init(&q);
+        recquery_after(&q, ids[froms[k]], 36, NULL);
+        recquery_limit(&q, 5, NULL);
+        seglog_iter *it;
+        CHECK_INT(seglog_iter_open(s, &q, &it, NULL), 0);
+        const char *id;
+        json_t *d;
+        int n = 0;
+        while (seglog_iter_next(it, &id, &d, NULL) == 1) {
+            CHECK_STR(id, ids[froms[k] + 1 + n]);
+            CHECK_INT(json_integer_value(json_object_get(d, "i")), froms[k] + 1 + n);
+            json_decref(d);
+            n++;
+        }
+        seglog_iter_close(it);
+        CHECK_INT(n, froms[k] + 6 <= N ? 5 : N - froms[k] - 1);
+        recquery_clear(&q);
+    }
+    seglog_close(s);
+}
+
 static const test_case tests[] = {
     {"concurrent_appends_roll_cleanly", concurrent_appends_roll_cleanly},
     {"failed_bulk_write_changes_nothing", failed_bulk_write_changes_nothing},
@@ -774,6 +825,7 @@ static const test_case tests[] = {
     {"bulk_batches_and_partitions", bulk_batches_and_partitions},
     {"reads_catch_up_and_skip_a_line_being_written", reads_catch_up_and_skip_a_line_being_written},
     {"storh_lines_decode_as_the_whole_envelope", storh_lines_decode_as_the_whole_envelope},
+    {"reads_cross_chunk_boundaries", reads_cross_chunk_boundaries},
 };
 
 TMPDIR_TEST_MAIN(root, tests)
