@@ -117,6 +117,117 @@ int queue__sync_log(queue *q, storh_err *err)
     return rc;
 }
 
+/* Keeps the event just encoded (at off, len in the batch) for
+ * apply_own; takes payload. */
+static void own_note(queue *q, const char *op, const char *id, int64_t ts, bool done,
+                     json_t *payload, size_t off, size_t len)
+{
+    if (!q->own_failed && q->nown == q->capown) {
+        size_t cap = q->capown ? q->capown * 2 : 64;
+        own_event *n = realloc(q->own, cap * sizeof *n);
+        if (n) {
+            q->own = n;
+            q->capown = cap;
+        } else {
+            q->own_failed = true;
+        }
+    }
+    if (q->own_failed) {
+        json_decref(payload);
+        return;
+    }
+    own_event *o = &q->own[q->nown++];
+    o->f.op = op;
+    memcpy(o->f.id, id, UUID7_LEN);
+    o->f.id[UUID7_LEN] = '\0';
+    o->f.ts = ts;
+    o->f.done = done;
+    o->f.payload = payload;
+    o->payload = payload;
+    o->off = off;
+    o->len = len;
+}
+
+static void own_clear(queue *q)
+{
+    for (size_t i = 0; i < q->nown; i++)
+        json_decref(q->own[i].payload);
+    q->nown = q->nevents = 0;
+    q->own_failed = false;
+}
+
+/* Applies the operation's events as noted, as queue__apply_bytes would
+ * after decoding their lines (written at log offset base). */
+static void apply_own(queue *q, uint64_t base)
+{
+    for (size_t i = 0; i < q->nown; i++) {
+        own_event *o = &q->own[i];
+        q->lines++;
+        if (!queue__apply_event(&q->st, &o->f)) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "Unsupported log queue event: %.40s", o->f.op);
+            note_bad(q, base + o->off, o->len - 1, q->lines, msg);
+        }
+        estats_add(ESTAT_QUEUE_EVENT, 1);
+    }
+}
+
+/* Appends one event line; done and payload (taken; an enqueue's) are its
+ * fields as apply_own applies them. */
+static void event(queue *q, buf *lines, const char *op, const char *id, const char *extra,
+                  int64_t ts, bool done, json_t *payload)
+{
+    size_t off = lines->len;
+    buf e = BUF_INIT;
+    buf_appends(&e, "{\"op\":\"");
+    buf_appends(&e, op);
+    buf_appends(&e, "\",\"id\":\"");
+    buf_append(&e, id, UUID7_LEN);
+    buf_appendc(&e, '"');
+    if (extra)
+        buf_appends(&e, extra);
+    buf_printf(&e, ",\"ts\":%lld}", (long long)ts);
+    frame_encode(lines, e.data, e.len);
+    buf_free(&e);
+    q->nevents++;
+    own_note(q, op, id, ts, done, payload, off, lines->len - off);
+}
+
+/* Whether v decodes from its sjson encoding as an equal tree (same types,
+ * keys in the same order): no reals (their text is PHP's), no object that
+ * encodes as a list. */
+static bool round_trips(const json_t *v, int depth)
+{
+    if (depth > SJSON_MAX_DEPTH)
+        return false;
+    size_t i;
+    const char *k;
+    json_t *e;
+    switch (json_typeof(v)) {
+    case JSON_REAL:
+        return false;
+    case JSON_ARRAY:
+        json_array_foreach(v, i, e) if (!round_trips(e, depth + 1)) return false;
+        return true;
+    case JSON_OBJECT:
+        if (sjson_object_is_list(v))
+            return false;
+        json_object_foreach((json_t *)v, k, e) if (!round_trips(e, depth + 1)) return false;
+        return true;
+    default:
+        return true;
+    }
+}
+
+/* The payload the state keeps for an enqueue: what decoding its encoding
+ * enc gives, copied without the decode when that is the same tree. */
+static json_t *own_payload(const json_t *payload, const char *enc, size_t len)
+{
+    if (round_trips(payload, 0))
+        return json_deep_copy(payload);
+    return sjson_loadb(enc, len, JSON_ALLOW_NUL, NULL);
+}
+
 int queue_open(const char *root, const char *name, bool create, queue **out, storh_err *err)
 {
     queue *q = calloc(1, sizeof *q);
@@ -184,6 +295,8 @@ void queue_close(queue *q)
     }
     fsx_lock_close(&q->lock);
     queue__qstate_free(&q->st);
+    own_clear(q);
+    free(q->own);
     free(q->bad);
     pthread_mutex_destroy(&q->mu);
     free(q);
@@ -240,11 +353,15 @@ static int with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
         if (stage[0])
             fault_point("queue.batch.written");
         if (!rc) {
-            queue__apply_bytes(q, &q->st, lines.data, q->consumed, lines.len, &q->lines, true);
+            if (!q->own_failed && q->nown == q->nevents)
+                apply_own(q, q->consumed);
+            else
+                queue__apply_bytes(q, &q->st, lines.data, q->consumed, lines.len, &q->lines, true);
             q->consumed += lines.len;
             t = gcommit_written(&q->gc, q->consumed);
         }
     }
+    own_clear(q);
     fsx_lock_release(&q->lock);
     if (!rc && lines.len)
         rc = gcommit_wait(&q->gc, t, err);
@@ -260,21 +377,6 @@ int queue__with_lock(queue *q, locked_fn fn, void *arg, storh_err *err)
     return with_lock_staged(q, fn, arg, false, err);
 }
 
-static void event(buf *lines, const char *op, const char *id, const char *extra, int64_t ts)
-{
-    buf e = BUF_INIT;
-    buf_appends(&e, "{\"op\":\"");
-    buf_appends(&e, op);
-    buf_appends(&e, "\",\"id\":\"");
-    buf_append(&e, id, UUID7_LEN);
-    buf_appendc(&e, '"');
-    if (extra)
-        buf_appends(&e, extra);
-    buf_printf(&e, ",\"ts\":%lld}", (long long)ts);
-    frame_encode(lines, e.data, e.len);
-    buf_free(&e);
-}
-
 typedef struct enq_arg {
     const json_t *jobs;
     json_t *ids;
@@ -282,7 +384,6 @@ typedef struct enq_arg {
 
 static int do_enqueue(queue *q, void *a, buf *lines, storh_err *err)
 {
-    (void)q;
     enq_arg *ea = a;
     int64_t ts = queue__now_s();
     size_t i;
@@ -314,7 +415,10 @@ static int do_enqueue(queue *q, void *a, buf *lines, storh_err *err)
         buf_appends(&env, ",\"payload\":");
         if ((rc = sjson_encode(&env, payload, 0, err)))
             break;
-        event(lines, "enqueue", id, env.data, ts);
+        json_t *own = own_payload(payload, env.data + 11, env.len - 11);
+        if (!own)
+            q->own_failed = true;
+        event(q, lines, "enqueue", id, env.data, ts, false, own);
         json_array_append_new(ea->ids, json_string(id));
     }
     buf_free(&env);
@@ -363,7 +467,7 @@ static int do_claim(queue *q, void *a, buf *lines, storh_err *err)
         json_t *e = p ? json_pack("{ssso}", "id", id, "payload", p) : NULL;
         if (!e || json_array_append_new(ca->jobs, e) != 0)
             return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-        event(lines, "claim", id, NULL, ts);
+        event(q, lines, "claim", id, NULL, ts, false, NULL);
     }
     s->head = i; /* entries before i are claimed now, or stale */
     return 0;
@@ -413,7 +517,8 @@ static int do_complete(queue *q, void *a, buf *lines, storh_err *err)
         bool fresh;
         if (!j || j->state != JOB_PROCESSING || !idmap_put(&seen, id, &fresh) || !fresh)
             continue;
-        event(lines, "complete", id, c->keep ? ",\"done\":true" : ",\"done\":false", ts);
+        event(q, lines, "complete", id, c->keep ? ",\"done\":true" : ",\"done\":false", ts, c->keep,
+              NULL);
         c->n++;
     }
     idmap_free(&seen);
@@ -465,7 +570,7 @@ static int age_events(queue *q, uint8_t state, const char *op, int64_t secs, boo
     }
     qsort(list, k, sizeof *list, aged_cmp);
     for (size_t i = 0; i < k; i++)
-        event(lines, op, list[i].id, NULL, now);
+        event(q, lines, op, list[i].id, NULL, now, false, NULL);
     *n = k;
     free(list);
     return 0;

@@ -57,6 +57,11 @@ struct queue {
     bad_ev *bad;
     size_t nbad;
     gcommit gc;
+    /* the events of the running operation, applied as they are instead of
+     * being decoded again from the lines written (with_lock_staged) */
+    struct own_event *own;
+    size_t nown, capown, nevents;
+    bool own_failed;
 };
 
 typedef struct event_fields {
@@ -66,6 +71,13 @@ typedef struct event_fields {
     bool done;
     const json_t *payload; /* enqueue only; may be NULL */
 } event_fields;
+
+/* An event this process writes, with its line's place in the batch. */
+typedef struct own_event {
+    event_fields f;
+    json_t *payload; /* owned; f.payload */
+    size_t off, len;
+} own_event;
 
 typedef int (*locked_fn)(queue *q, void *arg, buf *lines, storh_err *err);
 
@@ -79,6 +91,7 @@ int64_t queue__now_s(void);
 int queue__qstate_init(qstate *s);
 void queue__qstate_free(qstate *s);
 bool queue__apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap);
+bool queue__apply_event(qstate *s, const event_fields *f);
 
 /* queue.c */
 uint64_t queue__apply_bytes(queue *q, qstate *st, const char *b, uint64_t base, uint64_t len,

@@ -135,6 +135,11 @@ static bool apply_event(qstate *s, const event_fields *f)
     return true;
 }
 
+bool queue__apply_event(qstate *s, const event_fields *f)
+{
+    return apply_event(s, f);
+}
+
 /* The canonical spelling of the events without a payload, which are most
  * of a busy log, read without a JSON parse:
  *   {"op":"claim","id":"<36>","ts":N}  (complete: ,"done":true|false before ts) */

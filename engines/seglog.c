@@ -646,6 +646,18 @@ static int read_line_at(seglog *s, const char *file, uint64_t off, buf *out, sto
     return rc;
 }
 
+/* The UUID7_LEN bytes at p are a string literal's whole text with no
+ * escape, equal to want_id when there is one. */
+static bool plain_id(const char *p, const char *want_id)
+{
+    if (want_id)
+        return !memcmp(p, want_id, UUID7_LEN) && !want_id[UUID7_LEN];
+    for (size_t i = 0; i < UUID7_LEN; i++)
+        if (p[i] == '"' || p[i] == '\\' || (unsigned char)p[i] < 0x20)
+            return false;
+    return true;
+}
+
 int seglog__decode_put(const char *line, size_t len, const char *want_id, json_t **data,
                        storh_err *err)
 {
@@ -654,6 +666,19 @@ int seglog__decode_put(const char *line, size_t len, const char *want_id, json_t
     int rc = frame_decode(line, len, false, &j, &jl, err);
     if (rc)
         return rc;
+    /* the canonical put line ({"op":"put","id":"<id>","data":<data>}):
+     * only data is decoded; anything else takes the whole parse */
+    size_t head = PUT_PREFIX_LEN + UUID7_LEN + 9;
+    if (jl > head + 1 && !memcmp(j, PUT_PREFIX, PUT_PREFIX_LEN) &&
+        !memcmp(j + PUT_PREFIX_LEN + UUID7_LEN, "\",\"data\":", 9) && j[jl - 1] == '}' &&
+        plain_id(j + PUT_PREFIX_LEN, want_id)) {
+        json_t *d = sjson_loadb(j + head, jl - head - 1, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
+        if (d) {
+            *data = sjson_string_keyed(d);
+            json_decref(d);
+            return 0;
+        }
+    }
     json_t *env = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
     const char *op = json_string_value(json_object_get(env, "op"));
     const char *id = json_string_value(json_object_get(env, "id"));

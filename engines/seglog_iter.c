@@ -1,13 +1,16 @@
 /* seglog_iter: streaming reads of a seglog's live records in log order,
- * one segment in memory at a time, skipping segments outside the query's
- * id window. */
+ * a bounded chunk of one segment in memory at a time (a line longer than a
+ * chunk is read whole), skipping segments outside the query's id window. */
 #include "seglog.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "fsx.h"
@@ -23,8 +26,12 @@ typedef struct snap_seg {
     char max[UUID7_LEN + 1];
 } snap_seg;
 
+/* what one read of a segment brings in at most (before the end of the
+ * line it cuts) */
+#define ITER_CHUNK (256 * 1024)
+
 typedef struct hit {
-    uint64_t off, len; /* into it->seg */
+    uint64_t off, len; /* in the segment file */
     char id[UUID7_LEN + 1];
 } hit;
 
@@ -33,7 +40,11 @@ struct seglog_iter {
     const recquery *q;
     snap_seg *snap;
     size_t nsnap, si;
-    buf seg;
+    buf seg;       /* the chunk: the segment's bytes from base */
+    uint64_t base; /* file offset of seg.data[0] */
+    uint64_t pos;  /* file offset of the next chunk */
+    int fd;        /* the current segment, -1 between segments */
+    bool seg_end;  /* the current segment has nothing more to read */
     hit *hits;
     size_t nhits, caphits, hi;
     size_t emitted;
@@ -47,6 +58,7 @@ int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err 
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     it->s = s;
     it->q = q;
+    it->fd = -1;
     const char *lower = NULL;
     if (q && q->has_after)
         lower = q->after;
@@ -88,24 +100,84 @@ int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err 
     return 0;
 }
 
-/* Loads the next segment and collects its live lines in the id window. */
-static int load_segment(seglog_iter *it, storh_err *err)
+/* Opens the next segment of the snapshot (unless the query skips it). */
+static int open_segment(seglog_iter *it, storh_err *err)
 {
-    seglog *s = it->s;
     snap_seg *n = &it->snap[it->si++];
     it->nhits = it->hi = 0;
     if (n->skip)
         return 0;
     char path[PATH_MAX];
-    int rc = seglog__seg_path(s, n->file, path, err);
+    int rc = seglog__seg_path(it->s, n->file, path, err);
     if (rc)
         return rc;
+    it->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (it->fd < 0) {
+        int e = errno;
+        if (e == ENOENT || e == ENOTDIR)
+            return storh_err_set(err, STORH_ENOTFOUND, "Could not open segment: %s", n->file);
+        return storh_err_sys(err, e, "Could not open segment: %s", n->file);
+    }
+    it->pos = n->start;
+    it->seg_end = false;
+    return 0;
+}
+
+static void close_segment(seglog_iter *it)
+{
+    if (it->fd >= 0)
+        close(it->fd);
+    it->fd = -1;
+}
+
+/* Reads the current segment's next chunk: whole lines, and at the end of
+ * the file whatever is left (an unterminated tail). Returns how many bytes
+ * of it->seg to scan. */
+static int read_chunk(seglog_iter *it, uint64_t *scan, storh_err *err)
+{
     buf_reset(&it->seg);
-    rc = fsx_read_all(path, &it->seg, err);
+    it->base = it->pos;
+    const char *file = it->snap[it->si - 1].file;
+    for (;;) {
+        if (!buf_reserve(&it->seg, ITER_CHUNK))
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        ssize_t r =
+            pread(it->fd, it->seg.data + it->seg.len, ITER_CHUNK, (off_t)(it->base + it->seg.len));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return storh_err_sys(err, errno, "Could not read segment: %s", file);
+        if (r == 0) { /* the end of the file */
+            it->seg_end = true;
+            *scan = it->seg.len;
+            break;
+        }
+        it->seg.len += (size_t)r;
+        const char *nl = memrchr(it->seg.data + it->seg.len - r, '\n', (size_t)r);
+        if (nl) {
+            *scan = (uint64_t)(nl - it->seg.data) + 1;
+            break;
+        }
+    }
+    it->pos = it->base + *scan;
+    if (it->seg.data)
+        it->seg.data[it->seg.len] = '\0';
+    return 0;
+}
+
+/* Reads the current segment's next chunk and collects its live lines in
+ * the id window. */
+static int load_chunk(seglog_iter *it, storh_err *err)
+{
+    seglog *s = it->s;
+    snap_seg *n = &it->snap[it->si - 1];
+    it->nhits = it->hi = 0;
+    uint64_t len = 0;
+    int rc = read_chunk(it, &len, err);
     if (rc)
-        return storh_err_set(err, rc, "Could not open segment: %s", n->file);
+        return rc;
     const char *b = it->seg.data ? it->seg.data : "";
-    uint64_t len = it->seg.len, pos = n->start < len ? n->start : len;
+    uint64_t pos = 0;
     const recquery *q = it->q;
     pthread_mutex_lock(&s->mu);
     /* the segment's index in the live state, by name (compaction may have
@@ -114,17 +186,21 @@ static int load_segment(seglog_iter *it, storh_err *err)
     for (size_t i = 0; i < s->nsegs; i++)
         if (!strcmp(s->segs[i].file, n->file))
             si = (long)i;
+    if (si < 0)
+        it->seg_end = true;
     while (si >= 0 && pos < len) {
         const char *nl = memchr(b + pos, '\n', len - pos);
         uint64_t end = nl ? (uint64_t)(nl - b) : len;
         int op;
         char id[UUID7_LEN + 1];
         if (seglog__line_valid(b + pos, end - pos, &op, id)) {
-            if (n->ordered && q && q->has_until && strcmp(id, q->max_id) > 0)
+            if (n->ordered && q && q->has_until && strcmp(id, q->max_id) > 0) {
+                it->seg_end = true;
                 break;
+            }
             live *v = idmap_get(&s->state, id);
-            if (v && !v->deleted && v->seg == (uint32_t)si && v->off == pos && op != OP_DELETE &&
-                (!q || recquery_match_id(q, id, UUID7_LEN))) {
+            if (v && !v->deleted && v->seg == (uint32_t)si && v->off == it->base + pos &&
+                op != OP_DELETE && (!q || recquery_match_id(q, id, UUID7_LEN))) {
                 if (it->nhits == it->caphits) {
                     size_t cap = it->caphits ? it->caphits * 2 : 256;
                     hit *h = realloc(it->hits, cap * sizeof *h);
@@ -136,7 +212,7 @@ static int load_segment(seglog_iter *it, storh_err *err)
                     it->caphits = cap;
                 }
                 hit *h = &it->hits[it->nhits++];
-                h->off = pos;
+                h->off = it->base + pos;
                 h->len = end - pos;
                 memcpy(h->id, id, sizeof h->id);
             }
@@ -156,7 +232,8 @@ int seglog_iter_next(seglog_iter *it, const char **id, json_t **data, storh_err 
             hit *h = &it->hits[it->hi++];
             json_t *d;
             storh_err derr;
-            int rc = seglog__decode_put(it->seg.data + h->off, h->len, h->id, &d, &derr);
+            int rc =
+                seglog__decode_put(it->seg.data + (h->off - it->base), h->len, h->id, &d, &derr);
             if (rc)
                 return storh_err_set(err, rc, "Bad record at %s:%llu: %s",
                                      it->snap[it->si - 1].file, (unsigned long long)h->off,
@@ -171,10 +248,16 @@ int seglog_iter_next(seglog_iter *it, const char **id, json_t **data, storh_err 
             *data = d;
             return 1;
         }
+        int rc;
+        if (it->fd >= 0 && !it->seg_end) {
+            if ((rc = load_chunk(it, err)))
+                return rc;
+            continue;
+        }
+        close_segment(it);
         if (it->si >= it->nsnap)
             return 0;
-        int rc = load_segment(it, err);
-        if (rc)
+        if ((rc = open_segment(it, err)))
             return rc;
     }
 }
@@ -183,6 +266,7 @@ void seglog_iter_close(seglog_iter *it)
 {
     if (!it)
         return;
+    close_segment(it);
     free(it->snap);
     free(it->hits);
     buf_free(&it->seg);

@@ -514,6 +514,113 @@ TEST(claim_out_of_memory_claims_nothing)
     queue_close(q);
 }
 
+/* Events storh (PHP) wrote, byte for byte */
+static const char php_queue_log[] =
+    "125\t0603e6c5\t{\"op\":\"enqueue\",\"id\":\"018bcfe5-6800-7000-8000-00000000000a\","
+    "\"payload\":{\"to\":\"a@b/c\",\"n\":1,\"r\":1.5,\"one\":1.0},\"ts\":1796305049}\n"
+    "96\ted54c99f\t{\"op\":\"enqueue\",\"id\":\"018bcfe5-6801-7000-8000-00000000000b\",\"payload\":"
+    "[\"a\",\"b\"],\"ts\":1796305049}\n"
+    "109\tfb95eece\t{\"op\":\"enqueue\",\"id\":\"018bcfe5-6802-7000-8000-00000000000c\","
+    "\"payload\":{\"7\":\"x\",\"k\":{\"a\":[]}},\"ts\":1796305049}\n";
+
+static json_t *claim_all(queue *q)
+{
+    json_t *c = NULL;
+    if (queue_claim(q, 100, &c, NULL))
+        return json_array();
+    return c;
+}
+
+/* The ids and encoded payloads of claimed, one a line; claimed's payloads
+ * are appended to trees (to compare types, which encodings may hide). */
+static char *payloads_of(json_t *claimed, json_t *trees)
+{
+    buf b = BUF_INIT;
+    size_t i;
+    json_t *e;
+    json_array_foreach(claimed, i, e)
+    {
+        buf_appends(&b, json_string_value(json_object_get(e, "id")));
+        buf_appendc(&b, ' ');
+        sjson_encode(&b, json_object_get(e, "payload"), 0, NULL);
+        buf_appendc(&b, '\n');
+        json_array_append(trees, json_object_get(e, "payload"));
+    }
+    json_decref(claimed);
+    return b.data ? b.data : strdup("");
+}
+
+/* What an enqueue keeps in memory (applied from its fields) is what a
+ * replay of its line gives, and what replaying storh's lines gives. */
+TEST(own_events_apply_as_their_replay)
+{
+    const char *jobs_json =
+        "[{\"id\":\"018bcfe5-6800-7000-8000-00000000000a\",\"payload\":{\"to\":\"a@b/c\",\"n\":1,"
+        "\"r\":1.5,\"one\":1.0}},"
+        "{\"id\":\"018bcfe5-6801-7000-8000-00000000000b\",\"payload\":{\"0\":\"a\",\"1\":\"b\"}},"
+        "{\"id\":\"018bcfe5-6802-7000-8000-00000000000c\",\"payload\":{\"7\":\"x\",\"k\":{\"a\":[]}"
+        "}}]";
+    const char *more_json =
+        "[{\"id\":\"018bcfe5-6803-7000-8000-00000000000d\",\"payload\":{\"k\":{},\"l\":[]}},"
+        "{\"id\":\"018bcfe5-6804-7000-8000-00000000000e\",\"payload\":{\"n\":[1.25,{\"0\":\"z\"}],"
+        "\"s\":\"x\\u0000y\\n\\\"\"}},"
+        "{\"id\":\"018bcfe5-6805-7000-8000-00000000000f\",\"payload\":[1,2]},"
+        "{\"id\":\"018bcfe5-6806-7000-8000-000000000010\",\"payload\":{\"a\":{\"b\":{\"c\":true}},"
+        "\"d\":null,\"e\":-7}},"
+        "{\"id\":\"018bcfe5-6807-7000-8000-000000000011\",\"kind\":\"post\",\"bucket\":3}]";
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/php", root);
+    CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
+    snprintf(p, sizeof p, "%s/php/queue.log", root);
+    CHECK_INT(fsx_write_file(p, php_queue_log, strlen(php_queue_log), false, NULL), 0);
+    queue *php = open_q("php");
+    json_t *t_php = json_array(), *t_own = json_array(), *t_all = json_array();
+    char *from_php = payloads_of(claim_all(php), t_php);
+    queue_close(php);
+
+    json_t *jobs = js(jobs_json), *more = js(more_json), *ids;
+    queue *direct = open_q("direct"), *replayed = open_q("replayed");
+    CHECK_INT(queue_enqueue_many(direct, jobs, &ids, NULL), 0);
+    json_decref(ids);
+    CHECK_INT(queue_enqueue_many(replayed, jobs, &ids, NULL), 0);
+    json_decref(ids);
+    char *own = payloads_of(claim_all(direct), t_own);
+    CHECK_STR(own, from_php);
+    CHECK(json_equal(t_own, t_php));
+    for (size_t i = 0; i < json_array_size(more); i++) { /* one event, then a batch */
+        json_t *one = json_pack("[O]", json_array_get(more, i));
+        CHECK_INT(queue_enqueue_many(direct, i ? more : one, &ids, NULL), 0);
+        json_decref(ids);
+        json_decref(one);
+        if (i)
+            break;
+    }
+    CHECK_INT(queue_enqueue_many(replayed, more, &ids, NULL), 0);
+    json_decref(ids);
+    char *own_more = payloads_of(claim_all(direct), t_own);
+    queue_close(direct);
+    queue_close(replayed);
+    replayed = open_q("replayed");
+    char *all = payloads_of(claim_all(replayed), t_all);
+    queue_close(replayed);
+    /* direct enqueued the first of more twice (the batch re-enqueues it) */
+    buf want = BUF_INIT;
+    buf_appends(&want, own);
+    buf_appends(&want, own_more);
+    CHECK_STR(all, want.data);
+    CHECK(json_equal(t_all, t_own));
+    buf_free(&want);
+    json_decref(t_php);
+    json_decref(t_own);
+    json_decref(t_all);
+    free(from_php);
+    free(own);
+    free(own_more);
+    free(all);
+    json_decref(jobs);
+    json_decref(more);
+}
+
 static const test_case tests[] = {
     {"events_are_storh_bytes", events_are_storh_bytes},
     {"fifo_requeue_and_replay", fifo_requeue_and_replay},
@@ -524,6 +631,7 @@ static const test_case tests[] = {
     {"staged_batches_roll_forward", staged_batches_roll_forward},
     {"claim_out_of_memory_claims_nothing", claim_out_of_memory_claims_nothing},
     {"verify_reports_why_the_log_is_unreadable", verify_reports_why_the_log_is_unreadable},
+    {"own_events_apply_as_their_replay", own_events_apply_as_their_replay},
 };
 
 TMPDIR_TEST_MAIN(root, tests)

@@ -683,6 +683,130 @@ TEST(reads_catch_up_and_skip_a_line_being_written)
     buf_free(&line);
 }
 
+/* Lines storh (PHP) wrote: a manifest and one segment, byte for byte */
+static const char php_manifest[] =
+    "{\"nextSegment\":2,\"sealed\":[],\"active\":{\"file\":\"seg-000001.ndjson\",\"max\":null,"
+    "\"min\":null,\"records\":0,\"ordered\":true}}";
+static const char php_segment[] =
+    "126\t741dce8f\t{\"op\":\"put\",\"id\":\"018bcfe5-6800-7000-8000-000000000001\",\"data\":{"
+    "\"kind\":\"post\",\"n\":1,\"r\":1.5,\"big\":1.0e+20,\"s\":\"a/\\\"b\\\\c\\né\"}}\n"
+    "123\tae1c85ac\t{\"op\":\"put\",\"id\":\"018bcfe5-6801-7000-8000-000000000002\",\"data\":{"
+    "\"nested\":{\"x\":[1,2,{\"y\":null}],\"e\":[]},\"t\":true,\"f\":false}}\n"
+    "73\t6ff40df0\t{\"op\":\"put\",\"id\":\"018bcfe5-6802-7000-8000-000000000003\",\"data\":[\"a\","
+    "\"b\"]}\n"
+    "66\t531ff24f\t{\"op\":\"put\",\"id\":\"018bcfe5-6803-7000-8000-000000000004\",\"data\":[]}\n"
+    "95\t7af50238\t{\"op\":\"put\",\"id\":\"018bcfe5-6804-7000-8000-000000000005\",\"data\":{\"5\":"
+    "\"int key\",\"k\":\"v\",\"f\":0.1}}\n";
+
+/* The data of every record of a log storh wrote, and of lines that are not
+ * in the canonical spelling, is what decoding the whole envelope gives. */
+TEST(storh_lines_decode_as_the_whole_envelope)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/php/segments", root);
+    CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
+    buf seg = BUF_INIT;
+    buf_appends(&seg, php_segment);
+    /* a key after data, and data twice (the last one counts) */
+    const char *odd[] = {
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6805-7000-8000-000000000006\",\"data\":{\"a\":1},"
+        "\"x\":2}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6806-7000-8000-000000000007\",\"data\":{\"a\":1},"
+        "\"data\":{\"b\":2}}",
+    };
+    for (size_t i = 0; i < 2; i++)
+        frame_encode(&seg, odd[i], strlen(odd[i]));
+    snprintf(p, sizeof p, "%s/php/segments/seg-000001.ndjson", root);
+    CHECK_INT(fsx_write_file(p, seg.data, seg.len, false, NULL), 0);
+    snprintf(p, sizeof p, "%s/php/manifest.jsonc", root);
+    CHECK_INT(fsx_write_file(p, php_manifest, strlen(php_manifest), false, NULL), 0);
+    seglog *s = open_log("php", 0);
+    CHECK(s != NULL);
+    seglog_iter *it;
+    CHECK_INT(seglog_iter_open(s, NULL, &it, NULL), 0);
+    const char *id;
+    json_t *d;
+    int n = 0;
+    const char *line = seg.data;
+    while (seglog_iter_next(it, &id, &d, NULL) == 1) {
+        const char *j = strchr(strchr(line, '\t') + 1, '\t') + 1, *nl = strchr(j, '\n');
+        json_t *env = sjson_decode(j, (size_t)(nl - j), NULL);
+        json_t *want = seglog_envelope_data(env);
+        CHECK_STR(id, json_string_value(json_object_get(env, "id")));
+        buf a = BUF_INIT, b = BUF_INIT;
+        sjson_encode(&a, d, 0, NULL);
+        sjson_encode(&b, want, 0, NULL);
+        CHECK_STR(a.data, b.data);
+        CHECK(json_equal(d, want));
+        json_t *g = NULL;
+        CHECK_INT(seglog_get(s, id, &g, NULL), 0);
+        CHECK(json_equal(g, want));
+        json_decref(g);
+        buf_free(&a);
+        buf_free(&b);
+        json_decref(want);
+        json_decref(env);
+        json_decref(d);
+        line = nl + 1;
+        n++;
+    }
+    seglog_iter_close(it);
+    CHECK_INT(n, 7);
+    seglog_close(s);
+    buf_free(&seg);
+}
+
+/* A segment several read chunks long, with a record longer than a chunk:
+ * reads in chunks see every record once, in order, from any cursor. */
+TEST(reads_cross_chunk_boundaries)
+{
+    seglog *s = open_log("chunks", 8 * 1024 * 1024);
+    CHECK(s != NULL);
+    enum { N = 3000, BIG = 1500 };
+    static char ids[N][37];
+    char *pad = malloc(400 * 1024 + 1);
+    memset(pad, 'x', 400 * 1024);
+    pad[400 * 1024] = '\0';
+    seglog_batch *b;
+    CHECK_INT(seglog_batch_begin(s, &b, NULL), 0);
+    for (int i = 0; i < N; i++) {
+        json_t *d = json_pack("{siss}", "i", i, "p", i == BIG ? pad : "0123456789abcdef");
+        json_t *row = json_pack("{so}", "data", d);
+        CHECK_INT(seglog_batch_element(b, row, ids[i], NULL), 0);
+        json_decref(row);
+    }
+    CHECK_INT(seglog_batch_commit(b, NULL, NULL), 0);
+    free(pad);
+    static char got[N][37];
+    CHECK_INT(count_live(s, NULL, got, N), N);
+    int inorder = 0;
+    for (int i = 0; i < N; i++)
+        inorder += !strcmp(got[i], ids[i]);
+    CHECK_INT(inorder, N);
+    int froms[] = {0, 700, BIG - 1, BIG, 2990};
+    for (size_t k = 0; k < sizeof froms / sizeof *froms; k++) {
+        recquery q;
+        recquery_init(&q);
+        recquery_after(&q, ids[froms[k]], 36, NULL);
+        recquery_limit(&q, 5, NULL);
+        seglog_iter *it;
+        CHECK_INT(seglog_iter_open(s, &q, &it, NULL), 0);
+        const char *id;
+        json_t *d;
+        int n = 0;
+        while (seglog_iter_next(it, &id, &d, NULL) == 1) {
+            CHECK_STR(id, ids[froms[k] + 1 + n]);
+            CHECK_INT(json_integer_value(json_object_get(d, "i")), froms[k] + 1 + n);
+            json_decref(d);
+            n++;
+        }
+        seglog_iter_close(it);
+        CHECK_INT(n, froms[k] + 6 <= N ? 5 : N - froms[k] - 1);
+        recquery_clear(&q);
+    }
+    seglog_close(s);
+}
+
 static const test_case tests[] = {
     {"concurrent_appends_roll_cleanly", concurrent_appends_roll_cleanly},
     {"failed_bulk_write_changes_nothing", failed_bulk_write_changes_nothing},
@@ -700,6 +824,8 @@ static const test_case tests[] = {
     {"retention_and_time_ranges", retention_and_time_ranges},
     {"bulk_batches_and_partitions", bulk_batches_and_partitions},
     {"reads_catch_up_and_skip_a_line_being_written", reads_catch_up_and_skip_a_line_being_written},
+    {"storh_lines_decode_as_the_whole_envelope", storh_lines_decode_as_the_whole_envelope},
+    {"reads_cross_chunk_boundaries", reads_cross_chunk_boundaries},
 };
 
 TMPDIR_TEST_MAIN(root, tests)
