@@ -24,6 +24,20 @@
  * few at a time; two let one wait on a lock while another answers. */
 #define SIDE_THREADS 2
 
+/* Frees what main set up, once no request can run: the mirrors' pushers,
+ * the pools, the engines, the auth and RPC state, the metrics, the config. */
+static void service_free(service *svc)
+{
+    h_mirror_teardown(svc);
+    workpool_free(svc->pool);
+    workpool_free(svc->side);
+    registry_free(svc->reg);
+    auth_free(svc->auth);
+    rpc_free(svc->rpc);
+    metrics_free();
+    config_free(&svc->cfg);
+}
+
 int main(int argc, char **argv)
 {
     /* SIGINT and SIGTERM are taken by sigwait at the end of main, so every
@@ -116,11 +130,7 @@ int main(int argc, char **argv)
     if (http_start(&svc, &srv, msg, sizeof msg)) {
         fprintf(stderr, "storhd: %s\n", msg);
         longpoll_stop();
-        workpool_free(svc.pool);
-        workpool_free(svc.side);
-        registry_free(svc.reg);
-        metrics_free();
-        config_free(&svc.cfg);
+        service_free(&svc);
         return 1;
     }
     accesslog_event("listening",
@@ -144,13 +154,6 @@ int main(int argc, char **argv)
     workpool_shutdown(svc.pool);
     workpool_shutdown(svc.side);
     http_stop(srv);
-    h_mirror_teardown(&svc);
-    workpool_free(svc.pool);
-    workpool_free(svc.side);
-    registry_free(svc.reg);
-    auth_free(svc.auth);
-    rpc_free(svc.rpc);
-    metrics_free();
-    config_free(&svc.cfg);
+    service_free(&svc);
     return 0;
 }
