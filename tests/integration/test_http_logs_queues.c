@@ -313,11 +313,11 @@ TEST(long_poll_wakes_on_enqueue_and_times_out)
 }
 
 static const test_case tests[] = {
-    {"log_append_get_delete_stream", log_append_get_delete_stream},
-    {"log_bulk_is_all_or_nothing", log_bulk_is_all_or_nothing},
-    {"concurrent_appends_all_land", concurrent_appends_all_land},
-    {"queue_flow", queue_flow},
-    {"long_poll_wakes_on_enqueue_and_times_out", long_poll_wakes_on_enqueue_and_times_out},
+    TEST_ENTRY(log_append_get_delete_stream),
+    TEST_ENTRY(log_bulk_is_all_or_nothing),
+    TEST_ENTRY(concurrent_appends_all_land),
+    TEST_ENTRY(queue_flow),
+    TEST_ENTRY(long_poll_wakes_on_enqueue_and_times_out),
 };
 
 DAEMON_TEST_MAIN(d, tests)

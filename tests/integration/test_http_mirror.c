@@ -119,8 +119,8 @@ TEST(background_push)
 }
 
 static const test_case tests[] = {
-    {"push_verify_flush_pull", push_verify_flush_pull},
-    {"background_push", background_push},
+    TEST_ENTRY(push_verify_flush_pull),
+    TEST_ENTRY(background_push),
 };
 
 DAEMON_TEST_MAIN(d, tests)

@@ -637,12 +637,12 @@ TEST(concurrent_writer_and_queries)
 }
 
 static const test_case tests[] = {
-    {"negative_bounds", negative_bounds},
-    {"nul_in_range_field", nul_in_range_field},
-    {"tie_order", tie_order},
-    {"half_written_delta_line", half_written_delta_line},
-    {"randomized_index_equals_scan", randomized_index_equals_scan},
-    {"concurrent_writer_and_queries", concurrent_writer_and_queries},
+    TEST_ENTRY(negative_bounds),
+    TEST_ENTRY(nul_in_range_field),
+    TEST_ENTRY(tie_order),
+    TEST_ENTRY(half_written_delta_line),
+    TEST_ENTRY(randomized_index_equals_scan),
+    TEST_ENTRY(concurrent_writer_and_queries),
 };
 
 DAEMON_TEST_MAIN(d, tests)

@@ -681,13 +681,13 @@ static const test_case tests[] = {
      doc_stream_failing_midway_is_a_transfer_error},
     {"log_appends_deletes_reputs_by_other_process_are_seen",
      log_appends_deletes_reputs_by_other_process_are_seen},
-    {"log_compaction_by_other_process_is_seen", log_compaction_by_other_process_is_seen},
-    {"log_reads_while_other_process_appends", log_reads_while_other_process_appends},
+    TEST_ENTRY(log_compaction_by_other_process_is_seen),
+    TEST_ENTRY(log_reads_while_other_process_appends),
     {"log_and_queue_integers_beyond_int64_read_as_floats",
      log_and_queue_integers_beyond_int64_read_as_floats},
     {"log_stream_failing_midway_is_a_transfer_error",
      log_stream_failing_midway_is_a_transfer_error},
-    {"partitioned_log_readers_see_every_partition", partitioned_log_readers_see_every_partition},
+    TEST_ENTRY(partitioned_log_readers_see_every_partition),
 };
 
 DAEMON_TEST_MAIN(d, tests)

@@ -35,6 +35,7 @@ void daemon_cleanup(daemon_proc *d);
     static int run_cases(int argc, char **argv);                                                   \
     int main(int argc, char **argv)                                                                \
     {                                                                                              \
+        TEST_LIST_EXIT(argc, argv, list);                                                          \
         curl_global_init(CURL_GLOBAL_DEFAULT);                                                     \
         if (daemon_start(&d, NULL, NULL) != 0) {                                                   \
             fprintf(stderr, "could not start storhd\n");                                           \

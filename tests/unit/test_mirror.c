@@ -281,9 +281,9 @@ TEST(bad_configs_are_refused)
 }
 
 static const test_case tests[] = {
-    {"sqlite_mirror", sqlite_mirror},
-    {"postgres_mirror", postgres_mirror},
-    {"bad_configs_are_refused", bad_configs_are_refused},
+    TEST_ENTRY(sqlite_mirror),
+    TEST_ENTRY(postgres_mirror),
+    TEST_ENTRY(bad_configs_are_refused),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
