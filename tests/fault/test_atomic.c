@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 #include "../tmpdir.h"

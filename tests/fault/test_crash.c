@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/idset.h"
 #include "../test.h"

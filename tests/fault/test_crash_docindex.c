@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 #include "../tmpdir.h"

@@ -10,7 +10,7 @@
 #include <curl/curl.h>
 #include <stdlib.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 

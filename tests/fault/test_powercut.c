@@ -32,7 +32,7 @@
 
 #include "../powerfs/pfmount.h"
 #include "../powerfs/pfsyncfs.h"
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/idset.h"
 #include "../test.h"

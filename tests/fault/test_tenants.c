@@ -36,7 +36,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 

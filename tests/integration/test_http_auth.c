@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/jwtkit.h"
 #include "../test.h"

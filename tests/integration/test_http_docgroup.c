@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 

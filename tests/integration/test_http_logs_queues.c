@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/snapshot.h"
 #include "../test.h"

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 

@@ -2,7 +2,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/snapshot.h"
 #include "../test.h"

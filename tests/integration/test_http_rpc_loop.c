@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/jwtkit.h"
 #include "../test.h"

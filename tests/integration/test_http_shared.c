@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 #include "buf.h"
