@@ -18,10 +18,7 @@ static daemon_proc d;
 
 static client_resp call(const char *method, const char *path, const char *body)
 {
-    client_resp r;
-    client_do(d.base, method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
-              NULL, 0, &r);
-    return r;
+    return daemon_json(&d, method, path, body);
 }
 
 /* Set once the first case has poisoned "doomed" in this storhd. */

@@ -14,9 +14,7 @@ static daemon_proc d;
 
 static client_resp req(const char *method, const char *path, const char *ctype, const char *body)
 {
-    client_resp r;
-    client_do(d.base, method, path, ctype, body, body ? strlen(body) : 0, NULL, 0, &r);
-    return r;
+    return daemon_req(&d, method, path, ctype, body);
 }
 
 static json_t *body_of(const client_resp *r)

@@ -26,10 +26,7 @@ static daemon_proc d;
 
 static client_resp req(const char *method, const char *path, const char *body)
 {
-    client_resp r;
-    client_do(d.base, method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
-              NULL, 0, &r);
-    return r;
+    return daemon_json(&d, method, path, body);
 }
 
 static client_resp req_on(const daemon_proc *x, const char *method, const char *path)

@@ -14,9 +14,7 @@ static daemon_proc d;
 
 static client_resp get(const char *path)
 {
-    client_resp r;
-    client_do(d.base, "GET", path, NULL, NULL, 0, NULL, 0, &r);
-    return r;
+    return daemon_req(&d, "GET", path, NULL, NULL);
 }
 
 TEST(health_and_ready)

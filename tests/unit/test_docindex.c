@@ -14,10 +14,7 @@
 
 static char root[PATH_MAX];
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 static const char *vkey(const char *json)
 {

@@ -13,10 +13,7 @@
 
 static char root[PATH_MAX];
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 static int count_files(const char *dir, const char *suffix)
 {

@@ -10,10 +10,7 @@
 static char root[PATH_MAX];
 static const char *driver; /* the driver of the current pass */
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 static mirror *make(const char *collections)
 {

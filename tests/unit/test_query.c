@@ -2,10 +2,7 @@
 #include "query.h"
 #include "sjson.h"
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 /* Does data match the single condition {field, op, value}? */
 static int m(const char *data, const char *cond)

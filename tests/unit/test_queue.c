@@ -22,10 +22,7 @@ static queue *open_q(const char *name)
     return q;
 }
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 static long long count(queue *q, const char *key)
 {

@@ -15,10 +15,7 @@
 
 static char root[PATH_MAX];
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 /* Live records, or -1 when counting failed. */
 static long long live_count(seglog *s)
