@@ -20,7 +20,7 @@ COPY engines engines
 COPY mirror mirror
 COPY service service
 COPY bench bench
-COPY tests/support/client.c tests/support/client.h tests/support/
+COPY client client
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
  && cmake --build /build -j"$(nproc)" \
  && DESTDIR=/out cmake --install /build --prefix /usr/local

@@ -3,7 +3,8 @@
 # compiles the TypeScript types generated from it; runs the short forms of the
 # hardening suites (fuzzing, the load suite, valgrind memcheck of the whole
 # test suite; scripts/hardening.sh runs their full forms) and the container
-# smoke test; then every test under ctest twice: a normal build, then an
+# smoke test; then every test under ctest: a normal build, the concurrent
+# modules' tests in a ThreadSanitizer build, then every test in an
 # AddressSanitizer + UndefinedBehaviorSanitizer build, whose summary closes
 # the output. Tests start every server they use themselves.
 # scripts/test.sh --quick is the edit-test loop: a RelWithDebInfo build and
@@ -28,7 +29,7 @@ sources=$(git ls-files '*.c' '*.h' 2>/dev/null || find engines service tests -na
 clang-format --dry-run --Werror $sources
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 --inline-suppr \
   --suppress=unknownMacro \
-  -I engines -I service -I mirror -I tests/support engines service mirror bench
+  -I engines -I service -I mirror -I client engines service mirror bench
 # the deployment's alerting rules (ctest also unit-tests them: prometheus_test_rules)
 promtool check rules deploy/prometheus/storhd.rules.yml
 
@@ -61,6 +62,11 @@ echo "== build and test (RelWithDebInfo)"
 cmake -S . -B build/test -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/test -j"$jobs"
 (cd build/test && ctest --output-on-failure -j"$jobs")
+
+echo "== ThreadSanitizer: the concurrent modules' tests (ctest -L tsan; a race fails the test)"
+cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTORHD_TSAN=ON >/dev/null
+cmake --build build/tsan -j"$jobs"
+(cd build/tsan && ctest --output-on-failure -j"$jobs" -L '^tsan$' -FA '.*')
 
 echo "== build and test (ASan + UBSan)"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSTORHD_ASAN=ON -DSTORHD_UBSAN=ON >/dev/null

@@ -1,7 +1,13 @@
 /* test.h: the tiny harness every test executable uses. A file defines its
- * cases with TEST(name), lists them in TEST_LIST, and ends with TEST_MAIN().
- * Checks record failures and keep going; the process exits non-zero if any
- * check failed. `./test_x name` runs one case. */
+ * cases with TEST(name), lists each once with TEST_ENTRY(name) in a
+ * `static const test_case tests[]`, and ends with a main from TEST_MAIN
+ * (or TMPDIR_TEST_MAIN, DAEMON_TEST_MAIN). Checks record failures and keep
+ * going; the process exits non-zero if any check failed. `./test_x name`
+ * runs one case, `./test_x --list` prints the case names, one a line.
+ * tests/CMakeLists.txt registers every TEST(name) of a file as the ctest
+ * test `test_x.name`, run in its own process with its own timeout (as
+ * libuv's runner does); a case missing from the list fails with "no test
+ * ran", so the file and the registration cannot drift apart. */
 #ifndef STORHD_TEST_H
 #define STORHD_TEST_H
 
@@ -57,12 +63,31 @@ typedef struct test_case {
     void (*fn)(void);
 } test_case;
 
+/* One row of a case list: the name is the function's. */
+#define TEST_ENTRY(name)                                                                           \
+    {                                                                                              \
+#name, name                                                                                \
+    }
+
+/* In a main that sets things up before running the cases (a daemon, a
+ * scratch dir), first: `--list` prints the names and exits, setting up
+ * nothing. */
+#define TEST_LIST_EXIT(argc, argv, list)                                                           \
+    do {                                                                                           \
+        if ((argc) > 1 && strcmp((argv)[1], "--list") == 0) {                                      \
+            for (size_t i_ = 0; i_ < sizeof(list) / sizeof(list[0]); i_++)                         \
+                printf("%s\n", list[i_].name);                                                     \
+            return 0;                                                                              \
+        }                                                                                          \
+    } while (0)
+
 #define TEST_MAIN(list) TEST_MAIN_NAMED(main, list)
 
 /* The runner under another name, for mains that set something up first. */
 #define TEST_MAIN_NAMED(fname, list)                                                               \
     int fname(int argc, char **argv)                                                               \
     {                                                                                              \
+        TEST_LIST_EXIT(argc, argv, list);                                                          \
         size_t n = sizeof(list) / sizeof(list[0]);                                                 \
         int ran = 0;                                                                               \
         for (size_t i = 0; i < n; i++) {                                                           \

@@ -26,6 +26,7 @@ static inline void tmpdir_remove(const char *dir)
     static int run_cases(int argc, char **argv);                                                   \
     int main(int argc, char **argv)                                                                \
     {                                                                                              \
+        TEST_LIST_EXIT(argc, argv, list);                                                          \
         if (!tmpdir_make(root))                                                                    \
             return 2;                                                                              \
         int rc = run_cases(argc, argv);                                                            \

@@ -11,7 +11,21 @@ read -r api_cpus pg_cpus wrk_cpus < <("$trial" --print-cpus "$@")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/storhd-trials-XXXXXX")
 chmod 755 "$work" # the postgres user must reach its cluster inside
-trap 'scripts/pg.sh stop "$work/pg"; rm -rf "$work"' EXIT
+# The caller's EXIT trap is kept: env_stop runs first, then it. A caller
+# that sets its own EXIT trap after sourcing this calls env_stop in it.
+env_stop() {
+  [ -n "${work:-}" ] || return 0
+  scripts/pg.sh stop "$work/pg"
+  rm -rf "$work"
+  work=
+}
+env_prev_exit() { # the command of the EXIT trap already set, if any
+  local -a t=()
+  eval "t=($(trap -p EXIT))" # trap -- 'command' EXIT
+  printf '%s' "${t[2]:-}"
+}
+# shellcheck disable=SC2064 # the earlier trap is read now, on purpose
+trap "env_stop; $(env_prev_exit)" EXIT
 conn=$(STORHD_PG_CPUS=$pg_cpus scripts/pg.sh start "$work/pg" $((20000 + RANDOM % 20000)))
 psql "$conn" -q -f deploy/postgres/fixture.sql >/dev/null
 keys="$work/keys"

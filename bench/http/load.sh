@@ -16,6 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 given="$*"
 duration=60 warmup=5 form=full
+# The pass/fail thresholds, each checked by name in the jq programs below.
+flat_mib=4                # a route's memory is flat: tail RSS within 4 MiB of the
+flat_fraction=0.05        # second quarter's, or within 5% of it
+log_bytes_per_append=512  # log-post: RSS growth per acknowledged append
+jwt_bound=262144          # the JWT cache's byte bound (--jwt-cache-bytes), never passed
 if [ "${1:-}" = --short ]; then
   duration=5 warmup=1 form=short
   shift
@@ -28,25 +33,25 @@ out=build/http-load
 "$trial" "${common[@]}" --scenarios=doc-get,doc-post,log-post,queue-cycle,rpc-hit,rpc-miss \
   --api-arg=--rpc-cache-bytes=4194304 --api-arg=--cache-bytes=8388608 \
   --out="$out/routes" --command="bench/http/load.sh${given:+ $given}" "$@"
-jq -r --argjson log_bytes 512 '
+jq -r --argjson log_bytes_per_append "$log_bytes_per_append" --argjson flat_mib "$flat_mib" \
+  --argjson flat_fraction "$flat_fraction" '
   .scenarios[] | .trials[0] as $t | ($t.series | map(.rss_mib)) as $r | ($r | length) as $n
   | (if $n >= 4 then ($r[($n/4|floor):($n/2|floor)] | add / length) else $r[0] end) as $mid
   | ($r[(3*$n/4|floor):] | add / length) as $tail
   | if .name == "log-post" then
       (($t.api.rss_mib_last - $t.api.rss_mib_first) * 1048576 / $t.successful) as $per
-      | "\(.name) \($t.successful) \($t.errors.total) per-write \($per|floor) \(if $per <= $log_bytes then "ok" else "FAIL" end)"
+      | "\(.name) \($t.successful) \($t.errors.total) per-write \($per|floor) \(if $per <= $log_bytes_per_append then "ok" else "FAIL" end)"
     else
       ($tail - $mid) as $g
-      | "\(.name) \($t.successful) \($t.errors.total) flat \($mid*100|round/100)->\($tail*100|round/100) \(if $g <= 4 or $g <= $mid * 0.05 then "ok" else "FAIL" end)"
+      | "\(.name) \($t.successful) \($t.errors.total) flat \($mid*100|round/100)->\($tail*100|round/100) \(if $g <= $flat_mib or $g <= $mid * $flat_fraction then "ok" else "FAIL" end)"
     end' "$out/routes/results.json" | tee "$out/routes/memory.txt"
-jwt_bound=262144
 "$trial" "${common[@]}" --scenarios=doc-get --tokens=10000 \
   --api-arg=--jwt-cache-entries=100000 --api-arg=--jwt-cache-bytes=$jwt_bound \
   --watch='storhd_cache_bytes{cache="jwt"}' --watch='storhd_cache_entries{cache="jwt"}' \
   --watch='storhd_cache_total{cache="jwt",event="eviction"}' \
   --out="$out/jwt" --command="bench/http/load.sh${given:+ $given}"
-jq -r --argjson bound $jwt_bound '.scenarios[0].trials[0] as $t | $t.api.watch_max as $m
-  | "jwt \($t.successful) requests, 10000 tokens: bytes max \($m["storhd_cache_bytes{cache=\"jwt\"}"]) of \($bound), entries max \($m["storhd_cache_entries{cache=\"jwt\"}"]), evictions \($m["storhd_cache_total{cache=\"jwt\",event=\"eviction\"}"]) \(if $m["storhd_cache_bytes{cache=\"jwt\"}"] <= $bound and $m["storhd_cache_total{cache=\"jwt\",event=\"eviction\"}"] > 0 then "ok" else "FAIL" end)"' \
+jq -r --argjson jwt_bound "$jwt_bound" '.scenarios[0].trials[0] as $t | $t.api.watch_max as $m
+  | "jwt \($t.successful) requests, 10000 tokens: bytes max \($m["storhd_cache_bytes{cache=\"jwt\"}"]) of \($jwt_bound), entries max \($m["storhd_cache_entries{cache=\"jwt\"}"]), evictions \($m["storhd_cache_total{cache=\"jwt\",event=\"eviction\"}"]) \(if $m["storhd_cache_bytes{cache=\"jwt\"}"] <= $jwt_bound and $m["storhd_cache_total{cache=\"jwt\",event=\"eviction\"}"] > 0 then "ok" else "FAIL" end)"' \
   "$out/jwt/results.json" | tee "$out/jwt/bound.txt"
 if grep -q FAIL "$out/routes/memory.txt" "$out/jwt/bound.txt"; then
   echo "load ($form): FAILED"

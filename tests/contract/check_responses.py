@@ -2,7 +2,7 @@
 """The contract test: validates every response the integration tests got
 from storhd against the OpenAPI document storhd serves at /openapi.json.
 
-The test client (tests/support/client.c) records each exchange as one JSON
+The test client (client/client.c) records each exchange as one JSON
 line in $STORHD_CONTRACT_DIR/<test>.<pid>.ndjson. This script starts the
 storhd under test on a scratch root, fetches /openapi.json, and checks each
 recorded response:

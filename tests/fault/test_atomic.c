@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 #include "../tmpdir.h"
@@ -518,14 +518,15 @@ TEST(atomic_queue_enqueue)
 }
 
 static const test_case tests[] = {
-    {"atomic_log_bulk", atomic_log_bulk},
-    {"atomic_docs_bulk", atomic_docs_bulk},
-    {"atomic_queue_enqueue", atomic_queue_enqueue},
+    TEST_ENTRY(atomic_log_bulk),
+    TEST_ENTRY(atomic_docs_bulk),
+    TEST_ENTRY(atomic_queue_enqueue),
 };
 
 static int run_cases(int argc, char **argv);
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, tests);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = run_cases(argc, argv);
     curl_global_cleanup();

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/idset.h"
 #include "../test.h"
@@ -491,13 +491,14 @@ TEST(acknowledged_writes_survive_kills)
 }
 
 static const test_case cases[] = {
-    {"acknowledged_writes_survive_kills", acknowledged_writes_survive_kills},
+    TEST_ENTRY(acknowledged_writes_survive_kills),
 };
 
 static int run_cases(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, cases);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (!tmpdir_make(root))
         return 2;

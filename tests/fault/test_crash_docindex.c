@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 #include "../tmpdir.h"
@@ -239,14 +239,15 @@ TEST(kill_at_random_moments)
 }
 
 static const test_case cases[] = {
-    {"kill_between_index_sync_and_renames", kill_between_index_sync_and_renames},
-    {"kill_at_random_moments", kill_at_random_moments},
+    TEST_ENTRY(kill_between_index_sync_and_renames),
+    TEST_ENTRY(kill_at_random_moments),
 };
 
 static int run_cases(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, cases);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (!tmpdir_make(root))
         return 2;

@@ -16,7 +16,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 #include "../tmpdir.h"
@@ -289,13 +289,14 @@ TEST(writes_fail_with_507_and_recover)
 }
 
 static const test_case cases[] = {
-    {"writes_fail_with_507_and_recover", writes_fail_with_507_and_recover},
+    TEST_ENTRY(writes_fail_with_507_and_recover),
 };
 
 static int run_cases(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, cases);
     if (getenv("STORHD_DISKFULL_FS"))
         fs_type = getenv("STORHD_DISKFULL_FS");
     if (private_mounts() != 0 || !tmpdir_make(base))

@@ -10,7 +10,7 @@
 #include <curl/curl.h>
 #include <stdlib.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 
@@ -18,14 +18,15 @@ static daemon_proc d;
 
 static client_resp call(const char *method, const char *path, const char *body)
 {
-    client_resp r;
-    client_do(d.base, method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
-              NULL, 0, &r);
-    return r;
+    return daemon_json(&d, method, path, body);
 }
+
+/* Set once the first case has poisoned "doomed" in this storhd. */
+static int doomed_poisoned;
 
 TEST(failed_fsync_poisons_the_store_and_readyz_names_it)
 {
+    doomed_poisoned = 1;
     client_resp r = call("GET", "/readyz", NULL);
     CHECK_INT(r.status, 200);
     client_free(&r);
@@ -69,6 +70,8 @@ static long long metric(const char *body, const char *name)
 
 TEST(evictions_keep_the_poisoned_store_open_and_refusing)
 {
+    if (!doomed_poisoned) /* run alone: poison "doomed" first */
+        failed_fsync_poisons_the_store_and_readyz_names_it();
     for (int i = 0; i < 6; i++) {
         char path[64];
         snprintf(path, sizeof path, "/v1/logs/other%d", i);
@@ -94,6 +97,8 @@ TEST(evictions_keep_the_poisoned_store_open_and_refusing)
 
 TEST(restart_without_the_fault_serves_the_store_again)
 {
+    if (!doomed_poisoned) /* run alone: poison "doomed" first */
+        failed_fsync_poisons_the_store_and_readyz_names_it();
     char root[PATH_MAX];
     snprintf(root, sizeof root, "%s", d.root);
     CHECK_INT(daemon_stop(&d), 0);
@@ -123,6 +128,7 @@ static int run_cases(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, tests);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     setenv("STORH_FAULT_FAIL", "fsync:doomed", 1);
     static const char *const small[] = {"--max-open-engines", "2", NULL};

@@ -32,7 +32,7 @@
 
 #include "../powerfs/pfmount.h"
 #include "../powerfs/pfsyncfs.h"
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/idset.h"
 #include "../test.h"
@@ -773,13 +773,14 @@ TEST(acknowledged_writes_survive_power_cuts)
 }
 
 static const test_case cases[] = {
-    {"acknowledged_writes_survive_power_cuts", acknowledged_writes_survive_power_cuts},
+    TEST_ENTRY(acknowledged_writes_survive_power_cuts),
 };
 
 static int run_cases(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, cases);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (!pfmount_scratch(scratch))
         return 2;

@@ -36,7 +36,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 
@@ -586,9 +586,9 @@ TEST(php_writer_while_evicted)
 }
 
 static const test_case tests[] = {
-    {"tenants_under_budget", tenants_under_budget},
-    {"over_limit_503", over_limit_503},
-    {"php_writer_while_evicted", php_writer_while_evicted},
+    TEST_ENTRY(tenants_under_budget),
+    TEST_ENTRY(over_limit_503),
+    TEST_ENTRY(php_writer_while_evicted),
 };
 
 static int run_cases(int argc, char **argv);
@@ -596,6 +596,7 @@ TEST_MAIN_NAMED(run_cases, tests)
 
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, tests);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = run_cases(argc, argv);
     curl_global_cleanup();

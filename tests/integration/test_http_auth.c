@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/jwtkit.h"
 #include "../test.h"
@@ -117,13 +117,14 @@ TEST(jwks_keys_by_kid)
 }
 
 static const test_case tests[] = {
-    {"tokens_are_checked", tokens_are_checked},
-    {"jwks_keys_by_kid", jwks_keys_by_kid},
+    TEST_ENTRY(tokens_are_checked),
+    TEST_ENTRY(jwks_keys_by_kid),
 };
 
 static int run_cases(int argc, char **argv);
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, tests);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (!tmpdir_make(dir))
         return 2;

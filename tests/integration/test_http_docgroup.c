@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 
@@ -179,8 +179,8 @@ TEST(concurrent_puts_and_deletes_answer_in_order)
 }
 
 static const test_case tests[] = {
-    {"concurrent_posts_keep_their_own_outcomes", concurrent_posts_keep_their_own_outcomes},
-    {"concurrent_puts_and_deletes_answer_in_order", concurrent_puts_and_deletes_answer_in_order},
+    TEST_ENTRY(concurrent_posts_keep_their_own_outcomes),
+    TEST_ENTRY(concurrent_puts_and_deletes_answer_in_order),
 };
 
 DAEMON_TEST_MAIN(d, tests)

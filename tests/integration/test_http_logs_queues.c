@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/snapshot.h"
 #include "../test.h"
@@ -14,9 +14,7 @@ static daemon_proc d;
 
 static client_resp req(const char *method, const char *path, const char *ctype, const char *body)
 {
-    client_resp r;
-    client_do(d.base, method, path, ctype, body, body ? strlen(body) : 0, NULL, 0, &r);
-    return r;
+    return daemon_req(&d, method, path, ctype, body);
 }
 
 static json_t *body_of(const client_resp *r)
@@ -313,11 +311,11 @@ TEST(long_poll_wakes_on_enqueue_and_times_out)
 }
 
 static const test_case tests[] = {
-    {"log_append_get_delete_stream", log_append_get_delete_stream},
-    {"log_bulk_is_all_or_nothing", log_bulk_is_all_or_nothing},
-    {"concurrent_appends_all_land", concurrent_appends_all_land},
-    {"queue_flow", queue_flow},
-    {"long_poll_wakes_on_enqueue_and_times_out", long_poll_wakes_on_enqueue_and_times_out},
+    TEST_ENTRY(log_append_get_delete_stream),
+    TEST_ENTRY(log_bulk_is_all_or_nothing),
+    TEST_ENTRY(concurrent_appends_all_land),
+    TEST_ENTRY(queue_flow),
+    TEST_ENTRY(long_poll_wakes_on_enqueue_and_times_out),
 };
 
 DAEMON_TEST_MAIN(d, tests)

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/jwtkit.h"
 #include "../test.h"
@@ -273,7 +273,7 @@ TEST(a_parked_claim_is_counted_until_a_job_wakes_it)
 static const test_case tests[] = {
     {"promtool_accepts_a_scrape_after_traffic_on_every_route_family",
      promtool_accepts_a_scrape_after_traffic_on_every_route_family},
-    {"promtool_rejects_a_family_split_in_two", promtool_rejects_a_family_split_in_two},
+    TEST_ENTRY(promtool_rejects_a_family_split_in_two),
     {"a_parked_claim_is_counted_until_a_job_wakes_it",
      a_parked_claim_is_counted_until_a_job_wakes_it},
 };
@@ -302,6 +302,7 @@ static int run_cases(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, tests);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const char *pg = getenv("STORHD_TEST_PG");
     if (!pg) {

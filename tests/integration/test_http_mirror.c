@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 
@@ -13,10 +13,7 @@ static daemon_proc d;
 
 static client_resp req(const char *method, const char *path, const char *body)
 {
-    client_resp r;
-    client_do(d.base, method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
-              NULL, 0, &r);
-    return r;
+    return daemon_json(&d, method, path, body);
 }
 
 TEST(push_verify_flush_pull)
@@ -119,8 +116,8 @@ TEST(background_push)
 }
 
 static const test_case tests[] = {
-    {"push_verify_flush_pull", push_verify_flush_pull},
-    {"background_push", background_push},
+    TEST_ENTRY(push_verify_flush_pull),
+    TEST_ENTRY(background_push),
 };
 
 DAEMON_TEST_MAIN(d, tests)

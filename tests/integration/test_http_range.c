@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 #include "buf.h"
@@ -21,10 +21,7 @@ static daemon_proc d;
 
 static client_resp req(const char *method, const char *path, const char *body)
 {
-    client_resp r;
-    client_do(d.base, method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
-              NULL, 0, &r);
-    return r;
+    return daemon_json(&d, method, path, body);
 }
 
 /* POST/PUT with a jansson body (stolen). */
@@ -637,12 +634,12 @@ TEST(concurrent_writer_and_queries)
 }
 
 static const test_case tests[] = {
-    {"negative_bounds", negative_bounds},
-    {"nul_in_range_field", nul_in_range_field},
-    {"tie_order", tie_order},
-    {"half_written_delta_line", half_written_delta_line},
-    {"randomized_index_equals_scan", randomized_index_equals_scan},
-    {"concurrent_writer_and_queries", concurrent_writer_and_queries},
+    TEST_ENTRY(negative_bounds),
+    TEST_ENTRY(nul_in_range_field),
+    TEST_ENTRY(tie_order),
+    TEST_ENTRY(half_written_delta_line),
+    TEST_ENTRY(randomized_index_equals_scan),
+    TEST_ENTRY(concurrent_writer_and_queries),
 };
 
 DAEMON_TEST_MAIN(d, tests)

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/jwtkit.h"
 #include "../test.h"
@@ -225,14 +225,15 @@ TEST(postgres_down_then_back)
 }
 
 static const test_case tests[] = {
-    {"rows_cache_and_etag", rows_cache_and_etag},
-    {"bad_calls", bad_calls},
-    {"postgres_down_then_back", postgres_down_then_back},
+    TEST_ENTRY(rows_cache_and_etag),
+    TEST_ENTRY(bad_calls),
+    TEST_ENTRY(postgres_down_then_back),
 };
 
 static int run_cases(int argc, char **argv);
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, tests);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     pg = getenv("STORHD_TEST_PG");
     if (!pg) {

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../support/jwtkit.h"
 #include "../test.h"
@@ -323,12 +323,9 @@ TEST(saturated_wait_timeout)
 }
 
 static const test_case tests[] = {
-    {"hit_while_pool_blocked", hit_while_pool_blocked},
-    {"single_flight_32", single_flight_32},
-    {"statement_timeout", statement_timeout},
-    {"saturated_queue_full", saturated_queue_full},
-    {"saturated_wait_timeout", saturated_wait_timeout},
-    {"hit_by_bytes_and_by_canonical_args", hit_by_bytes_and_by_canonical_args},
+    TEST_ENTRY(hit_while_pool_blocked), TEST_ENTRY(single_flight_32),
+    TEST_ENTRY(statement_timeout),      TEST_ENTRY(saturated_queue_full),
+    TEST_ENTRY(saturated_wait_timeout), TEST_ENTRY(hit_by_bytes_and_by_canonical_args),
 };
 
 /* The storhd options a case runs with, after the common ones. */
@@ -346,6 +343,7 @@ static const struct {
 static int run_cases(int argc, char **argv);
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, tests);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     pg = getenv("STORHD_TEST_PG");
     if (!pg) {

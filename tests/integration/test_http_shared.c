@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 #include "buf.h"
@@ -26,10 +26,7 @@ static daemon_proc d;
 
 static client_resp req(const char *method, const char *path, const char *body)
 {
-    client_resp r;
-    client_do(d.base, method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
-              NULL, 0, &r);
-    return r;
+    return daemon_json(&d, method, path, body);
 }
 
 static client_resp req_on(const daemon_proc *x, const char *method, const char *path)
@@ -681,13 +678,13 @@ static const test_case tests[] = {
      doc_stream_failing_midway_is_a_transfer_error},
     {"log_appends_deletes_reputs_by_other_process_are_seen",
      log_appends_deletes_reputs_by_other_process_are_seen},
-    {"log_compaction_by_other_process_is_seen", log_compaction_by_other_process_is_seen},
-    {"log_reads_while_other_process_appends", log_reads_while_other_process_appends},
+    TEST_ENTRY(log_compaction_by_other_process_is_seen),
+    TEST_ENTRY(log_reads_while_other_process_appends),
     {"log_and_queue_integers_beyond_int64_read_as_floats",
      log_and_queue_integers_beyond_int64_read_as_floats},
     {"log_stream_failing_midway_is_a_transfer_error",
      log_stream_failing_midway_is_a_transfer_error},
-    {"partitioned_log_readers_see_every_partition", partitioned_log_readers_see_every_partition},
+    TEST_ENTRY(partitioned_log_readers_see_every_partition),
 };
 
 DAEMON_TEST_MAIN(d, tests)

@@ -391,16 +391,16 @@ TEST(randomized_rename_into_new_directory_is_atomic)
 }
 
 static const test_case cases[] = {
-    {"file_without_fsync_vanishes", file_without_fsync_vanishes},
-    {"fsynced_file_and_directory_survive", fsynced_file_and_directory_survive},
-    {"durable_file_keeps_inode_and_mtime", durable_file_keeps_inode_and_mtime},
-    {"rename_without_directory_fsync_reverts", rename_without_directory_fsync_reverts},
-    {"unlink_without_directory_fsync_comes_back", unlink_without_directory_fsync_comes_back},
-    {"directory_without_parent_fsync_vanishes", directory_without_parent_fsync_vanishes},
-    {"syncfs_makes_everything_durable", syncfs_makes_everything_durable},
-    {"randomized_cuts_leave_allowed_states", randomized_cuts_leave_allowed_states},
-    {"undone_replace_keeps_old_inode_and_mtime", undone_replace_keeps_old_inode_and_mtime},
-    {"rename_into_dropped_directory_keeps_old_name", rename_into_dropped_directory_keeps_old_name},
+    TEST_ENTRY(file_without_fsync_vanishes),
+    TEST_ENTRY(fsynced_file_and_directory_survive),
+    TEST_ENTRY(durable_file_keeps_inode_and_mtime),
+    TEST_ENTRY(rename_without_directory_fsync_reverts),
+    TEST_ENTRY(unlink_without_directory_fsync_comes_back),
+    TEST_ENTRY(directory_without_parent_fsync_vanishes),
+    TEST_ENTRY(syncfs_makes_everything_durable),
+    TEST_ENTRY(randomized_cuts_leave_allowed_states),
+    TEST_ENTRY(undone_replace_keeps_old_inode_and_mtime),
+    TEST_ENTRY(rename_into_dropped_directory_keeps_old_name),
     {"randomized_rename_into_new_directory_is_atomic",
      randomized_rename_into_new_directory_is_atomic},
 };
@@ -409,6 +409,7 @@ static int run_cases(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    TEST_LIST_EXIT(argc, argv, cases);
     if (!pfmount_scratch(scratch))
         return 2;
     int rc = run_cases(argc, argv);

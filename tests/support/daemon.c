@@ -138,3 +138,17 @@ void daemon_cleanup(daemon_proc *d)
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove the mirror of %s\n", d->root);
 }
+
+client_resp daemon_req(const daemon_proc *d, const char *method, const char *path,
+                       const char *ctype, const char *body)
+{
+    client_resp r;
+    client_do(d->base, method, path, ctype, body, body ? strlen(body) : 0, NULL, 0, &r);
+    return r;
+}
+
+client_resp daemon_json(const daemon_proc *d, const char *method, const char *path,
+                        const char *body)
+{
+    return daemon_req(d, method, path, body ? "application/json" : NULL, body);
+}

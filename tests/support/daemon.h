@@ -9,6 +9,8 @@
 #include <limits.h>
 #include <sys/types.h>
 
+#include "client.h"
+
 typedef struct daemon_proc {
     pid_t pid;
     int port;
@@ -29,12 +31,21 @@ void daemon_kill(daemon_proc *d);
 /* Removes the scratch root. */
 void daemon_cleanup(daemon_proc *d);
 
+/* One request to d, no extra header (the request helper of the daemon
+ * tests): daemon_req sends body (may be NULL) with ctype as given,
+ * daemon_json as application/json when there is a body. */
+client_resp daemon_req(const daemon_proc *d, const char *method, const char *path,
+                       const char *ctype, const char *body);
+client_resp daemon_json(const daemon_proc *d, const char *method, const char *path,
+                        const char *body);
+
 /* main() of an integration test: starts storhd into d, runs the cases,
  * and fails if storhd does not stop cleanly. Needs test.h and curl.h. */
 #define DAEMON_TEST_MAIN(d, list)                                                                  \
     static int run_cases(int argc, char **argv);                                                   \
     int main(int argc, char **argv)                                                                \
     {                                                                                              \
+        TEST_LIST_EXIT(argc, argv, list);                                                          \
         curl_global_init(CURL_GLOBAL_DEFAULT);                                                     \
         if (daemon_start(&d, NULL, NULL) != 0) {                                                   \
             fprintf(stderr, "could not start storhd\n");                                           \

@@ -397,19 +397,19 @@ TEST(failure_in_group_poisons_the_collection)
 }
 
 static const test_case tests[] = {
-    {"concurrent_puts_share_syncs_syncfs", concurrent_puts_share_syncs_syncfs},
-    {"concurrent_puts_share_syncs_fsync", concurrent_puts_share_syncs_fsync},
-    {"concurrent_puts_share_syncs_auto", concurrent_puts_share_syncs_auto},
-    {"unique_conflict_fails_alone_syncfs", unique_conflict_fails_alone_syncfs},
-    {"unique_conflict_fails_alone_fsync", unique_conflict_fails_alone_fsync},
-    {"indexed_groups_publish_the_index_syncfs", indexed_groups_publish_the_index_syncfs},
-    {"indexed_groups_publish_the_index_fsync", indexed_groups_publish_the_index_fsync},
-    {"indexed_groups_publish_the_index_auto", indexed_groups_publish_the_index_auto},
-    {"unique_range_conflict_fails_alone_syncfs", unique_range_conflict_fails_alone_syncfs},
-    {"unique_range_conflict_fails_alone_fsync", unique_range_conflict_fails_alone_fsync},
-    {"bad_input_fails_alone", bad_input_fails_alone},
-    {"same_id_answers_follow_apply_order", same_id_answers_follow_apply_order},
-    {"failure_in_group_poisons_the_collection", failure_in_group_poisons_the_collection},
+    TEST_ENTRY(concurrent_puts_share_syncs_syncfs),
+    TEST_ENTRY(concurrent_puts_share_syncs_fsync),
+    TEST_ENTRY(concurrent_puts_share_syncs_auto),
+    TEST_ENTRY(unique_conflict_fails_alone_syncfs),
+    TEST_ENTRY(unique_conflict_fails_alone_fsync),
+    TEST_ENTRY(indexed_groups_publish_the_index_syncfs),
+    TEST_ENTRY(indexed_groups_publish_the_index_fsync),
+    TEST_ENTRY(indexed_groups_publish_the_index_auto),
+    TEST_ENTRY(unique_range_conflict_fails_alone_syncfs),
+    TEST_ENTRY(unique_range_conflict_fails_alone_fsync),
+    TEST_ENTRY(bad_input_fails_alone),
+    TEST_ENTRY(same_id_answers_follow_apply_order),
+    TEST_ENTRY(failure_in_group_poisons_the_collection),
 };
 
 TMPDIR_TEST_MAIN(root, tests)

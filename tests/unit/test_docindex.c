@@ -14,10 +14,7 @@
 
 static char root[PATH_MAX];
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 static const char *vkey(const char *json)
 {
@@ -428,14 +425,14 @@ TEST(schema_validation)
 }
 
 static const test_case tests[] = {
-    {"value_and_range_keys_match_storh", value_and_range_keys_match_storh},
-    {"entry_files_are_storh_bytes", entry_files_are_storh_bytes},
-    {"unique_conflict_leaves_the_store_unchanged", unique_conflict_leaves_the_store_unchanged},
-    {"queries_use_indexes_and_agree_with_scans", queries_use_indexes_and_agree_with_scans},
+    TEST_ENTRY(value_and_range_keys_match_storh),
+    TEST_ENTRY(entry_files_are_storh_bytes),
+    TEST_ENTRY(unique_conflict_leaves_the_store_unchanged),
+    TEST_ENTRY(queries_use_indexes_and_agree_with_scans),
     {"verify_catches_corruption_and_repair_fixes_it",
      verify_catches_corruption_and_repair_fixes_it},
-    {"cache_validation_modes", cache_validation_modes},
-    {"schema_validation", schema_validation},
+    TEST_ENTRY(cache_validation_modes),
+    TEST_ENTRY(schema_validation),
 };
 
 TMPDIR_TEST_MAIN(root, tests)

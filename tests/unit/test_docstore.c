@@ -13,10 +13,7 @@
 
 static char root[PATH_MAX];
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 static int count_files(const char *dir, const char *suffix)
 {
@@ -372,14 +369,14 @@ TEST(collections_are_the_name_dirs_with_data)
 }
 
 static const test_case tests[] = {
-    {"put_writes_canonical_bytes_at_storh_path", put_writes_canonical_bytes_at_storh_path},
-    {"get_reads_hand_written_jsonc", get_reads_hand_written_jsonc},
-    {"stage_abort_changes_nothing", stage_abort_changes_nothing},
-    {"import_rows_follow_storh", import_rows_follow_storh},
-    {"stream_order_filters_and_delete", stream_order_filters_and_delete},
-    {"open_sweeps_dead_writers_temps", open_sweeps_dead_writers_temps},
-    {"open_finishes_a_dead_writers_bulk", open_finishes_a_dead_writers_bulk},
-    {"collections_are_the_name_dirs_with_data", collections_are_the_name_dirs_with_data},
+    TEST_ENTRY(put_writes_canonical_bytes_at_storh_path),
+    TEST_ENTRY(get_reads_hand_written_jsonc),
+    TEST_ENTRY(stage_abort_changes_nothing),
+    TEST_ENTRY(import_rows_follow_storh),
+    TEST_ENTRY(stream_order_filters_and_delete),
+    TEST_ENTRY(open_sweeps_dead_writers_temps),
+    TEST_ENTRY(open_finishes_a_dead_writers_bulk),
+    TEST_ENTRY(collections_are_the_name_dirs_with_data),
 };
 
 TMPDIR_TEST_MAIN(root, tests)

@@ -140,9 +140,9 @@ TEST(a_failed_fsync_poisons_and_lists_the_store)
 }
 
 static const test_case tests[] = {
-    {"one_fsync_covers_every_earlier_ticket", one_fsync_covers_every_earlier_ticket},
-    {"threads_share_fsyncs_and_all_return_durable", threads_share_fsyncs_and_all_return_durable},
-    {"a_failed_fsync_poisons_and_lists_the_store", a_failed_fsync_poisons_and_lists_the_store},
+    TEST_ENTRY(one_fsync_covers_every_earlier_ticket),
+    TEST_ENTRY(threads_share_fsyncs_and_all_return_durable),
+    TEST_ENTRY(a_failed_fsync_poisons_and_lists_the_store),
 };
 
 TMPDIR_TEST_MAIN(root, tests)

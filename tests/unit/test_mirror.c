@@ -10,10 +10,7 @@
 static char root[PATH_MAX];
 static const char *driver; /* the driver of the current pass */
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 static mirror *make(const char *collections)
 {
@@ -281,9 +278,9 @@ TEST(bad_configs_are_refused)
 }
 
 static const test_case tests[] = {
-    {"sqlite_mirror", sqlite_mirror},
-    {"postgres_mirror", postgres_mirror},
-    {"bad_configs_are_refused", bad_configs_are_refused},
+    TEST_ENTRY(sqlite_mirror),
+    TEST_ENTRY(postgres_mirror),
+    TEST_ENTRY(bad_configs_are_refused),
 };
 
 TMPDIR_TEST_MAIN(root, tests)

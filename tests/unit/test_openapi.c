@@ -154,10 +154,8 @@ TEST(a_missing_component_is_an_error)
 }
 
 static const test_case tests[] = {
-    {"every_route_is_one_operation", every_route_is_one_operation},
-    {"every_ref_resolves", every_ref_resolves},
-    {"statuses_follow_the_inputs", statuses_follow_the_inputs},
-    {"served_text_is_plain_json", served_text_is_plain_json},
-    {"a_missing_component_is_an_error", a_missing_component_is_an_error},
+    TEST_ENTRY(every_route_is_one_operation),    TEST_ENTRY(every_ref_resolves),
+    TEST_ENTRY(statuses_follow_the_inputs),      TEST_ENTRY(served_text_is_plain_json),
+    TEST_ENTRY(a_missing_component_is_an_error),
 };
 TEST_MAIN(tests)

@@ -2,10 +2,7 @@
 #include "query.h"
 #include "sjson.h"
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 /* Does data match the single condition {field, op, value}? */
 static int m(const char *data, const char *cond)
@@ -176,11 +173,11 @@ TEST(cross_type_compare_order)
 }
 
 static const test_case tests[] = {
-    {"cross_type_compare_order", cross_type_compare_order},
-    {"equality_is_strict", equality_is_strict},
-    {"ordering_operators_and_compare", ordering_operators_and_compare},
-    {"exists_missing_prefix", exists_missing_prefix},
-    {"groups_expand_and_errors_name_the_place", groups_expand_and_errors_name_the_place},
-    {"stable_sort_and_desc_ties", stable_sort_and_desc_ties},
+    TEST_ENTRY(cross_type_compare_order),
+    TEST_ENTRY(equality_is_strict),
+    TEST_ENTRY(ordering_operators_and_compare),
+    TEST_ENTRY(exists_missing_prefix),
+    TEST_ENTRY(groups_expand_and_errors_name_the_place),
+    TEST_ENTRY(stable_sort_and_desc_ties),
 };
 TEST_MAIN(tests)

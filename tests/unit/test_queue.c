@@ -22,10 +22,7 @@ static queue *open_q(const char *name)
     return q;
 }
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 static long long count(queue *q, const char *key)
 {
@@ -622,16 +619,16 @@ TEST(own_events_apply_as_their_replay)
 }
 
 static const test_case tests[] = {
-    {"events_are_storh_bytes", events_are_storh_bytes},
-    {"fifo_requeue_and_replay", fifo_requeue_and_replay},
-    {"torn_tail_and_bad_middle_line", torn_tail_and_bad_middle_line},
-    {"complete_and_purge_replay_like_storh", complete_and_purge_replay_like_storh},
-    {"two_processes_never_claim_twice", two_processes_never_claim_twice},
-    {"bad_input_changes_nothing", bad_input_changes_nothing},
-    {"staged_batches_roll_forward", staged_batches_roll_forward},
-    {"claim_out_of_memory_claims_nothing", claim_out_of_memory_claims_nothing},
-    {"verify_reports_why_the_log_is_unreadable", verify_reports_why_the_log_is_unreadable},
-    {"own_events_apply_as_their_replay", own_events_apply_as_their_replay},
+    TEST_ENTRY(events_are_storh_bytes),
+    TEST_ENTRY(fifo_requeue_and_replay),
+    TEST_ENTRY(torn_tail_and_bad_middle_line),
+    TEST_ENTRY(complete_and_purge_replay_like_storh),
+    TEST_ENTRY(two_processes_never_claim_twice),
+    TEST_ENTRY(bad_input_changes_nothing),
+    TEST_ENTRY(staged_batches_roll_forward),
+    TEST_ENTRY(claim_out_of_memory_claims_nothing),
+    TEST_ENTRY(verify_reports_why_the_log_is_unreadable),
+    TEST_ENTRY(own_events_apply_as_their_replay),
 };
 
 TMPDIR_TEST_MAIN(root, tests)

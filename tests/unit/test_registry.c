@@ -170,8 +170,8 @@ TEST(one_budget_over_every_cache)
 static const test_case tests[] = {
     {"held_engines_stay_open_idle_ones_go_oldest_first",
      held_engines_stay_open_idle_ones_go_oldest_first},
-    {"threads_race_on_a_small_budget", threads_race_on_a_small_budget},
-    {"one_budget_over_every_cache", one_budget_over_every_cache},
+    TEST_ENTRY(threads_race_on_a_small_budget),
+    TEST_ENTRY(one_budget_over_every_cache),
 };
 
 TMPDIR_TEST_MAIN(root, tests)

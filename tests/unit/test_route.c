@@ -122,9 +122,9 @@ TEST(config_precedence)
 }
 
 static const test_case tests[] = {
-    {"literal_beats_param", literal_beats_param},
-    {"not_found_and_not_allowed", not_found_and_not_allowed},
-    {"params_are_validated", params_are_validated},
-    {"config_precedence", config_precedence},
+    TEST_ENTRY(literal_beats_param),
+    TEST_ENTRY(not_found_and_not_allowed),
+    TEST_ENTRY(params_are_validated),
+    TEST_ENTRY(config_precedence),
 };
 TEST_MAIN(tests)

@@ -15,10 +15,7 @@
 
 static char root[PATH_MAX];
 
-static json_t *js(const char *s)
-{
-    return sjson_decode(s, strlen(s), NULL);
-}
+#include "../support/js.h"
 
 /* Live records, or -1 when counting failed. */
 static long long live_count(seglog *s)
@@ -808,24 +805,24 @@ TEST(reads_cross_chunk_boundaries)
 }
 
 static const test_case tests[] = {
-    {"concurrent_appends_roll_cleanly", concurrent_appends_roll_cleanly},
-    {"failed_bulk_write_changes_nothing", failed_bulk_write_changes_nothing},
-    {"equality_counters_follow_appends_and_deletes", equality_counters_follow_appends_and_deletes},
-    {"frames_match_storh_bytes", frames_match_storh_bytes},
-    {"put_get_delete_and_layout", put_get_delete_and_layout},
-    {"rolls_segments_and_streams_in_log_order", rolls_segments_and_streams_in_log_order},
+    TEST_ENTRY(concurrent_appends_roll_cleanly),
+    TEST_ENTRY(failed_bulk_write_changes_nothing),
+    TEST_ENTRY(equality_counters_follow_appends_and_deletes),
+    TEST_ENTRY(frames_match_storh_bytes),
+    TEST_ENTRY(put_get_delete_and_layout),
+    TEST_ENTRY(rolls_segments_and_streams_in_log_order),
     {"torn_tail_is_cut_and_the_last_whole_record_kept",
      torn_tail_is_cut_and_the_last_whole_record_kept},
     {"unterminated_valid_line_is_not_glued_to_the_next",
      unterminated_valid_line_is_not_glued_to_the_next},
-    {"bad_middle_line_loses_nothing_after_it", bad_middle_line_loses_nothing_after_it},
-    {"compaction_keeps_live_records", compaction_keeps_live_records},
-    {"compaction_crash_before_manifest_swap", compaction_crash_before_manifest_swap},
-    {"retention_and_time_ranges", retention_and_time_ranges},
-    {"bulk_batches_and_partitions", bulk_batches_and_partitions},
-    {"reads_catch_up_and_skip_a_line_being_written", reads_catch_up_and_skip_a_line_being_written},
-    {"storh_lines_decode_as_the_whole_envelope", storh_lines_decode_as_the_whole_envelope},
-    {"reads_cross_chunk_boundaries", reads_cross_chunk_boundaries},
+    TEST_ENTRY(bad_middle_line_loses_nothing_after_it),
+    TEST_ENTRY(compaction_keeps_live_records),
+    TEST_ENTRY(compaction_crash_before_manifest_swap),
+    TEST_ENTRY(retention_and_time_ranges),
+    TEST_ENTRY(bulk_batches_and_partitions),
+    TEST_ENTRY(reads_catch_up_and_skip_a_line_being_written),
+    TEST_ENTRY(storh_lines_decode_as_the_whole_envelope),
+    TEST_ENTRY(reads_cross_chunk_boundaries),
 };
 
 TMPDIR_TEST_MAIN(root, tests)

@@ -212,14 +212,14 @@ TEST(big_integers_decode_as_floats)
 }
 
 static const test_case tests[] = {
-    {"floats_as_php_writes_them", floats_as_php_writes_them},
-    {"g17_as_php_sprintf_writes_it", g17_as_php_sprintf_writes_it},
-    {"g17_agrees_with_the_docindex_key_printer", g17_agrees_with_the_docindex_key_printer},
-    {"strings_and_escapes", strings_and_escapes},
-    {"php_list_map_duality", php_list_map_duality},
-    {"pretty_style", pretty_style},
-    {"depth_limit", depth_limit},
-    {"jsonc_reader", jsonc_reader},
-    {"big_integers_decode_as_floats", big_integers_decode_as_floats},
+    TEST_ENTRY(floats_as_php_writes_them),
+    TEST_ENTRY(g17_as_php_sprintf_writes_it),
+    TEST_ENTRY(g17_agrees_with_the_docindex_key_printer),
+    TEST_ENTRY(strings_and_escapes),
+    TEST_ENTRY(php_list_map_duality),
+    TEST_ENTRY(pretty_style),
+    TEST_ENTRY(depth_limit),
+    TEST_ENTRY(jsonc_reader),
+    TEST_ENTRY(big_integers_decode_as_floats),
 };
 TEST_MAIN(tests)

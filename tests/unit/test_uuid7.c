@@ -68,10 +68,8 @@ TEST(now_ids_are_monotonic)
 }
 
 static const test_case tests[] = {
-    {"format_matches_storh", format_matches_storh},
-    {"validate", validate},
-    {"timestamp_and_bounds", timestamp_and_bounds},
-    {"explicit_ts_counts_up", explicit_ts_counts_up},
-    {"now_ids_are_monotonic", now_ids_are_monotonic},
+    TEST_ENTRY(format_matches_storh),  TEST_ENTRY(validate),
+    TEST_ENTRY(timestamp_and_bounds),  TEST_ENTRY(explicit_ts_counts_up),
+    TEST_ENTRY(now_ids_are_monotonic),
 };
 TEST_MAIN(tests)

@@ -1,8 +1,8 @@
 /* client: a small libcurl HTTP client for integration tests and the trial
  * runner, and a free loopback port for the server they start. A response
  * owns its body and headers; client_free releases them. */
-#ifndef STORHD_TEST_CLIENT_H
-#define STORHD_TEST_CLIENT_H
+#ifndef STORHD_CLIENT_H
+#define STORHD_CLIENT_H
 
 #include <jansson.h>
 #include <stddef.h>
