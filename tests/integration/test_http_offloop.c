@@ -11,7 +11,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "../support/client.h"
+#include "client.h"
 #include "../support/daemon.h"
 #include "../test.h"
 
@@ -90,8 +90,7 @@ TEST(metrics_waiting_on_a_queue_lock_does_not_block_healthz)
 }
 
 static const test_case tests[] = {
-    {"metrics_waiting_on_a_queue_lock_does_not_block_healthz",
-     metrics_waiting_on_a_queue_lock_does_not_block_healthz},
+    TEST_ENTRY(metrics_waiting_on_a_queue_lock_does_not_block_healthz),
 };
 
 static int run_cases(int argc, char **argv);
