@@ -26,11 +26,14 @@ typedef struct idxdef {
     bool unique, range;
 } idxdef;
 
+typedef struct docindex_mem docindex_mem;
+
 typedef struct docindex {
     char dir[PATH_MAX]; /* <coll>/.storh/indexes */
     idxdef *defs;       /* sorted by field, byte order */
     size_t n;
     struct stat manifest_st;
+    docindex_mem *mem; /* entry files in memory (docindex_mem.c); NULL: none */
 } docindex;
 
 /* Loads the manifest of coll_dir (none: no definitions). */

@@ -6,6 +6,7 @@
 #define STORH_DOCINDEX_INT_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "buf.h"
@@ -31,6 +32,23 @@ int docindex_write_entry(const char *path, const char *field, const char *key, c
                          json_t *ids, storh_err *err);
 int docindex_entry_change(const char *path, const char *field, const char *key, const json_t *value,
                           const char *id, bool add, storh_err *err);
+
+/* An entry file in memory: its "count" member and its ids, sorted, each
+ * IDMAP_KEY bytes (no NUL). Shared: release what docindex_entry_ids gave. */
+typedef struct dix_ids {
+    _Atomic long refs;
+    size_t n;
+    long long count;
+    char (*id)[IDMAP_KEY];
+} dix_ids;
+
+docindex_mem *docindex_mem_new(void);
+void docindex_mem_free(docindex_mem *m);
+/* The entry file at path whose key must be key (a missing file, or one of
+ * another key, holds none), from memory while the file is unchanged. */
+int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids **out,
+                       storh_err *err);
+void docindex_ids_release(dix_ids *ids);
 
 typedef struct rentry {
     char *rk, *vk;

@@ -79,6 +79,12 @@ static int range_candidates(docindex *ix, const qcond *c, json_t **ids, storh_er
     return 0;
 }
 
+static void append_ids(json_t *out, const dix_ids *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        json_array_append_new(out, json_stringn(d->id[i], IDMAP_KEY));
+}
+
 int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *err)
 {
     const idxdef *d = docindex_def(ix, c->field);
@@ -96,13 +102,13 @@ int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *e
         buf vk = BUF_INIT;
         docindex_value_key(want, &vk);
         char p[PATH_MAX];
-        json_t *part = NULL;
+        dix_ids *part = NULL;
         rc = docindex_eq_path(ix, c->field, vk.data, p, err);
         if (!rc)
-            rc = docindex_read_entry_ids(p, vk.data, &part, err);
+            rc = docindex_entry_ids(ix, p, vk.data, &part, err);
         if (!rc)
-            json_array_extend(out, part);
-        json_decref(part);
+            append_ids(out, part);
+        docindex_ids_release(part);
         buf_free(&vk);
     }
     if (rc) {
@@ -135,9 +141,13 @@ int docindex_count(docindex *ix, const qcond *c, long long *count, bool *served,
         long long k = 0;
         if (!json_object_get(seen, vk.data)) {
             json_object_set_new(seen, vk.data, json_true());
+            dix_ids *e = NULL;
             rc = docindex_eq_path(ix, c->field, vk.data, p, err);
             if (!rc)
-                rc = docindex_read_entry(p, vk.data, NULL, &k, err);
+                rc = docindex_entry_ids(ix, p, vk.data, &e, err);
+            if (!rc)
+                k = e->count;
+            docindex_ids_release(e);
             *count += k;
         }
         buf_free(&vk);
@@ -166,9 +176,15 @@ int docindex_compound_ids(docindex *ix, const char *f1, const json_t *v1, const 
     buf ck = BUF_INIT;
     docindex_compound_key(v1, v2, &ck);
     char p[PATH_MAX];
+    dix_ids *e = NULL;
     int rc = docindex_compound_path(ix, f1, f2, ck.data, p, err);
     if (!rc)
-        rc = docindex_read_entry_ids(p, ck.data, ids, err);
+        rc = docindex_entry_ids(ix, p, ck.data, &e, err);
+    if (!rc) {
+        *ids = json_array();
+        append_ids(*ids, e);
+    }
+    docindex_ids_release(e);
     buf_free(&ck);
     *served = rc == 0;
     return rc;

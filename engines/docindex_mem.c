@@ -1,0 +1,369 @@
+/* docindex: equality and compound entry files kept in memory in a compact
+ * form (the count and a sorted array of 36-byte ids), so a lookup does not
+ * read and parse the file again. Each use validates the copy against the
+ * file the way the record cache does (rcache.h, STAT): inode and device,
+ * size, nanosecond mtime and ctime; a write by this process (a publish by
+ * rename, an unlink) or by another one (storh, another storhd) changes
+ * them, so the next lookup reads the file again. Thread-safe: lookups run
+ * concurrently under the store's index read lock. */
+#include "docindex_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sjson.h"
+
+#define MEM_BUCKETS 1024
+#define MEM_MAX_ENTRIES 8192
+#define MEM_MAX_BYTES ((size_t)64 << 20)
+
+typedef struct mstate {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim, ctim;
+} mstate;
+
+static mstate state_of(const struct stat *st)
+{
+    return (mstate){st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim};
+}
+
+static bool same_state(const mstate *a, const mstate *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtim.tv_sec == b->mtim.tv_sec && a->mtim.tv_nsec == b->mtim.tv_nsec &&
+           a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
+}
+
+typedef struct mnode {
+    struct mnode *next;
+    size_t hash;
+    char *name; /* path, NUL, key */
+    size_t name_len;
+    mstate st;
+    dix_ids *ids;
+} mnode;
+
+struct docindex_mem {
+    pthread_mutex_t mu;
+    mnode *b[MEM_BUCKETS];
+    size_t entries, bytes;
+};
+
+static dix_ids empty_ids = {.refs = 1};
+
+docindex_mem *docindex_mem_new(void)
+{
+    docindex_mem *m = calloc(1, sizeof *m);
+    if (m)
+        pthread_mutex_init(&m->mu, NULL);
+    return m;
+}
+
+void docindex_ids_release(dix_ids *ids)
+{
+    if (!ids || ids == &empty_ids)
+        return;
+    if (atomic_fetch_sub(&ids->refs, 1) == 1) {
+        free(ids->id);
+        free(ids);
+    }
+}
+
+/* Under mu. */
+static void mem_clear(docindex_mem *m)
+{
+    for (size_t i = 0; i < MEM_BUCKETS; i++) {
+        mnode *n = m->b[i];
+        while (n) {
+            mnode *next = n->next;
+            docindex_ids_release(n->ids);
+            free(n->name);
+            free(n);
+            n = next;
+        }
+        m->b[i] = NULL;
+    }
+    m->entries = m->bytes = 0;
+}
+
+void docindex_mem_free(docindex_mem *m)
+{
+    if (!m)
+        return;
+    mem_clear(m);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+static size_t fnv(const char *s, size_t n)
+{
+    size_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+    return memcmp(a, b, IDMAP_KEY);
+}
+
+static dix_ids *ids_new(size_t cap)
+{
+    dix_ids *d = calloc(1, sizeof *d);
+    if (!d)
+        return NULL;
+    atomic_init(&d->refs, 1);
+    if (cap && !(d->id = malloc(cap * IDMAP_KEY))) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* Sorted in byte order, no duplicates (storh writes them so; a file
+ * written otherwise is put in order here). */
+static void ids_normalize(dix_ids *d)
+{
+    bool sorted = true;
+    for (size_t i = 1; sorted && i < d->n; i++)
+        sorted = memcmp(d->id[i - 1], d->id[i], IDMAP_KEY) < 0;
+    if (sorted)
+        return;
+    qsort(d->id, d->n, IDMAP_KEY, id_cmp);
+    size_t w = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (!w || memcmp(d->id[w - 1], d->id[i], IDMAP_KEY) != 0)
+            memmove(d->id[w++], d->id[i], IDMAP_KEY);
+    d->n = w;
+}
+
+/* The canonical bytes storh and storhd write:
+ * {"field":..,"key":"K","count":N,"value":..,"ids":["<36>",...]}. NULL when
+ * the text is not in that shape (then it is parsed). */
+static dix_ids *raw_ids(const char *t, size_t len, const char *key)
+{
+    char want[300];
+    int wl = snprintf(want, sizeof want, "\"key\":\"%s\",\"count\":", key);
+    if (wl <= 0 || (size_t)wl >= sizeof want || len < 20 || strncmp(t, "{\"field\":", 9) != 0)
+        return NULL;
+    const char *k = memmem(t, len, want, (size_t)wl);
+    if (!k)
+        return NULL;
+    char *end;
+    long long n = strtoll(k + wl, &end, 10);
+    if (end == k + wl || *end != ',' || n < 0 || (size_t)n > len / 38 + 1)
+        return NULL;
+    const char *p = memmem(end, len - (size_t)(end - t), ",\"ids\":[", 8);
+    if (!p)
+        return NULL;
+    p += 8;
+    const char *stop = t + len;
+    dix_ids *d = ids_new((size_t)n);
+    if (!d)
+        return NULL;
+    d->count = n;
+    while (p < stop && *p == '"') {
+        if (p + 38 > stop || p[37] != '"' || d->n == (size_t)n) {
+            docindex_ids_release(d);
+            return NULL;
+        }
+        memcpy(d->id[d->n++], p + 1, IDMAP_KEY);
+        p += 38;
+        if (p < stop && *p == ',')
+            p++;
+    }
+    if (p >= stop || *p != ']' || d->n != (size_t)n) {
+        docindex_ids_release(d);
+        return NULL;
+    }
+    ids_normalize(d);
+    return d;
+}
+
+/* Any other spelling (JSON with comments, other whitespace): parsed. A
+ * file whose key is not key (two keys on one file name) holds none. */
+static int parsed_ids(const char *t, size_t len, const char *key, const char *path, dix_ids **out,
+                      storh_err *err)
+{
+    storh_err jerr;
+    json_t *o = sjson_decode_jsonc_object(t, len, &jerr);
+    json_t *k = json_object_get(o, "key"), *i = json_object_get(o, "ids");
+    if (!o || !json_is_string(k) || !json_is_array(i)) {
+        json_decref(o);
+        return storh_err_set(err, STORH_ECORRUPT, "Malformed equality index: %s", path);
+    }
+    bool match = !strcmp(json_string_value(k), key);
+    dix_ids *d = ids_new(match ? json_array_size(i) : 0);
+    if (!d) {
+        json_decref(o);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory reading %s", path);
+    }
+    if (match) {
+        d->count = (long long)json_array_size(i);
+        size_t x;
+        json_t *e;
+        json_array_foreach(i, x, e) if (json_is_string(e) && json_string_length(e) == IDMAP_KEY)
+            memcpy(d->id[d->n++], json_string_value(e), IDMAP_KEY);
+        ids_normalize(d);
+    }
+    json_decref(o);
+    *out = d;
+    return 0;
+}
+
+/* Reads path with the state of the file its bytes came from. */
+static int read_with_state(const char *path, buf *b, mstate *st, storh_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return STORH_ENOTFOUND;
+        return storh_err_sys(err, errno, "Could not read storage file: %s", path);
+    }
+    struct stat s;
+    if (fstat(fd, &s) != 0) {
+        int e = errno;
+        close(fd);
+        return storh_err_sys(err, e, "Could not stat storage file: %s", path);
+    }
+    *st = state_of(&s);
+    if (!buf_reserve(b, (size_t)s.st_size + 4096)) {
+        close(fd);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory reading %s", path);
+    }
+    for (;;) {
+        if (!buf_reserve(b, 4096)) {
+            close(fd);
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory reading %s", path);
+        }
+        ssize_t r = read(fd, b->data + b->len, b->cap - b->len - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            return storh_err_sys(err, e, "Could not read storage file: %s", path);
+        }
+        if (r == 0)
+            break;
+        b->len += (size_t)r;
+    }
+    b->data[b->len] = '\0';
+    close(fd);
+    return 0;
+}
+
+/* Reads and decodes the entry file (no cache). */
+static int load_ids(const char *path, const char *key, dix_ids **out, mstate *st, storh_err *err)
+{
+    buf b = BUF_INIT;
+    int rc = read_with_state(path, &b, st, err);
+    if (rc == STORH_ENOTFOUND) {
+        buf_free(&b);
+        *out = &empty_ids;
+        return STORH_ENOTFOUND;
+    }
+    if (!rc) {
+        *out = raw_ids(b.data, b.len, key);
+        if (!*out)
+            rc = parsed_ids(b.data, b.len, key, path, out, err);
+    }
+    buf_free(&b);
+    return rc;
+}
+
+int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids **out,
+                       storh_err *err)
+{
+    docindex_mem *m = ix->mem;
+    struct stat s;
+    if (stat(path, &s) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) {
+            *out = &empty_ids;
+            return 0;
+        }
+        return storh_err_sys(err, errno, "Could not stat storage file: %s", path);
+    }
+    mstate now = state_of(&s);
+    size_t pl = strlen(path), kl = strlen(key), nl = pl + 1 + kl;
+    char *name = malloc(nl + 1);
+    if (!name)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory reading %s", path);
+    memcpy(name, path, pl + 1);
+    memcpy(name + pl + 1, key, kl + 1);
+    size_t h = fnv(name, nl);
+    if (m) {
+        pthread_mutex_lock(&m->mu);
+        for (mnode *n = m->b[h % MEM_BUCKETS]; n; n = n->next)
+            if (n->hash == h && n->name_len == nl && !memcmp(n->name, name, nl) &&
+                same_state(&n->st, &now)) {
+                atomic_fetch_add(&n->ids->refs, 1);
+                *out = n->ids;
+                pthread_mutex_unlock(&m->mu);
+                free(name);
+                return 0;
+            }
+        pthread_mutex_unlock(&m->mu);
+    }
+    mstate st;
+    dix_ids *d;
+    int rc = load_ids(path, key, &d, &st, err);
+    if (rc == STORH_ENOTFOUND) { /* removed since the stat */
+        free(name);
+        *out = &empty_ids;
+        return 0;
+    }
+    if (rc) {
+        free(name);
+        return rc;
+    }
+    if (!m || d == &empty_ids) {
+        free(name);
+        *out = d;
+        return 0;
+    }
+    size_t bytes = sizeof(mnode) + nl + sizeof *d + d->n * IDMAP_KEY;
+    pthread_mutex_lock(&m->mu);
+    mnode **pp = &m->b[h % MEM_BUCKETS];
+    while (*pp && !((*pp)->hash == h && (*pp)->name_len == nl && !memcmp((*pp)->name, name, nl)))
+        pp = &(*pp)->next;
+    mnode *n = *pp;
+    if (n) { /* a stale copy (or one another lookup just loaded): replaced */
+        docindex_ids_release(n->ids);
+        m->bytes -= n->ids ? sizeof(mnode) + nl + sizeof *d + n->ids->n * IDMAP_KEY : 0;
+        free(name);
+    } else {
+        if (m->entries >= MEM_MAX_ENTRIES || m->bytes + bytes > MEM_MAX_BYTES) {
+            mem_clear(m); /* bounded: the files are the truth, a miss re-reads */
+            pp = &m->b[h % MEM_BUCKETS];
+        }
+        n = calloc(1, sizeof *n);
+        if (!n) {
+            pthread_mutex_unlock(&m->mu);
+            free(name);
+            *out = d;
+            return 0;
+        }
+        n->name = name;
+        n->name_len = nl;
+        n->hash = h;
+        n->next = *pp;
+        *pp = n;
+        m->entries++;
+    }
+    n->st = st;
+    n->ids = d;
+    m->bytes += bytes;
+    atomic_fetch_add(&d->refs, 1);
+    pthread_mutex_unlock(&m->mu);
+    *out = d;
+    return 0;
+}
