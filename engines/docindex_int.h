@@ -49,6 +49,8 @@ void docindex_mem_free(docindex_mem *m);
 int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids **out,
                        storh_err *err);
 void docindex_ids_release(dix_ids *ids);
+/* Shares d's ids when s is empty, else adds them (then sort s). */
+int docindex_idset_add_entry(docindex_idset *s, dix_ids *d, storh_err *err);
 
 typedef struct rentry {
     char *rk, *vk;

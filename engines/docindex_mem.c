@@ -367,3 +367,127 @@ int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids 
     *out = d;
     return 0;
 }
+
+/* ---------- id sets ---------- */
+
+void docindex_idset_free(docindex_idset *s)
+{
+    free(s->own);
+    docindex_ids_release(s->ref);
+    *s = (docindex_idset)DOCINDEX_IDSET_INIT;
+}
+
+static int idset_reserve(docindex_idset *s, size_t n, storh_err *err)
+{
+    if (n <= s->cap)
+        return 0;
+    size_t cap = s->cap ? s->cap : 16;
+    while (cap < n)
+        cap *= 2;
+    char(*own)[DOCINDEX_ID] = realloc(s->own, cap * DOCINDEX_ID);
+    if (!own)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory");
+    s->own = own;
+    s->cap = cap;
+    s->id = (const char(*)[DOCINDEX_ID])own;
+    return 0;
+}
+
+/* Makes s own its ids (a shared entry is copied). */
+static int idset_own(docindex_idset *s, size_t extra, storh_err *err)
+{
+    if (!s->ref)
+        return idset_reserve(s, s->n + extra, err);
+    dix_ids *ref = s->ref;
+    s->ref = NULL;
+    s->id = NULL;
+    int rc = idset_reserve(s, s->n + extra, err);
+    if (!rc)
+        memcpy(s->own, ref->id, s->n * DOCINDEX_ID);
+    else
+        s->n = 0;
+    docindex_ids_release(ref);
+    return rc;
+}
+
+int docindex_idset_push(docindex_idset *s, const char *id, storh_err *err)
+{
+    int rc = idset_own(s, 1, err);
+    if (!rc)
+        memcpy(s->own[s->n++], id, DOCINDEX_ID);
+    return rc;
+}
+
+void docindex_idset_sort(docindex_idset *s)
+{
+    if (s->ref || s->n < 2)
+        return; /* an entry's ids are in order already */
+    bool sorted = true;
+    for (size_t i = 1; sorted && i < s->n; i++)
+        sorted = memcmp(s->own[i - 1], s->own[i], DOCINDEX_ID) < 0;
+    if (sorted)
+        return;
+    qsort(s->own, s->n, DOCINDEX_ID, id_cmp);
+    size_t w = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (!w || memcmp(s->own[w - 1], s->own[i], DOCINDEX_ID) != 0)
+            memmove(s->own[w++], s->own[i], DOCINDEX_ID);
+    s->n = w;
+}
+
+/* Shares d's ids if s is empty, else adds them (unsorted). */
+int docindex_idset_add_entry(docindex_idset *s, dix_ids *d, storh_err *err)
+{
+    if (!d->n)
+        return 0;
+    if (!s->n && !s->ref && d != &empty_ids) {
+        free(s->own);
+        *s = (docindex_idset)DOCINDEX_IDSET_INIT;
+        atomic_fetch_add(&d->refs, 1);
+        s->ref = d;
+        s->id = (const char(*)[DOCINDEX_ID])d->id;
+        s->n = d->n;
+        return 0;
+    }
+    int rc = idset_own(s, d->n, err);
+    if (!rc) {
+        memcpy(s->own[s->n], d->id, d->n * DOCINDEX_ID);
+        s->n += d->n;
+    }
+    return rc;
+}
+
+int docindex_idset_intersect(docindex_idset *a, const docindex_idset *b, storh_err *err)
+{
+    int rc = idset_own(a, 0, err);
+    if (rc)
+        return rc;
+    size_t w = 0, j = 0;
+    for (size_t i = 0; i < a->n && j < b->n;) {
+        int c = memcmp(a->own[i], b->id[j], DOCINDEX_ID);
+        if (c < 0) {
+            i++;
+        } else if (c > 0) {
+            j++;
+        } else {
+            memmove(a->own[w++], a->own[i], DOCINDEX_ID);
+            i++;
+            j++;
+        }
+    }
+    a->n = w;
+    return 0;
+}
+
+int docindex_idset_union(docindex_idset *a, const docindex_idset *b, storh_err *err)
+{
+    if (!b->n)
+        return 0;
+    int rc = idset_own(a, b->n, err);
+    if (rc)
+        return rc;
+    memcpy(a->own[a->n], b->id, b->n * DOCINDEX_ID);
+    a->n += b->n;
+    docindex_idset_sort(a);
+    return 0;
+}
