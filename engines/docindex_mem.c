@@ -337,8 +337,8 @@ int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids 
         pp = &(*pp)->next;
     mnode *n = *pp;
     if (n) { /* a stale copy (or one another lookup just loaded): replaced */
+        m->bytes -= sizeof(mnode) + nl + sizeof *d + n->ids->n * IDMAP_KEY;
         docindex_ids_release(n->ids);
-        m->bytes -= n->ids ? sizeof(mnode) + nl + sizeof *d + n->ids->n * IDMAP_KEY : 0;
         free(name);
     } else {
         if (m->entries >= MEM_MAX_ENTRIES || m->bytes + bytes > MEM_MAX_BYTES) {
