@@ -38,10 +38,12 @@ bool docindex_serves(const docindex *ix, const qcond *c)
 
 static int range_candidates(docindex *ix, const qcond *c, docindex_idset *out, storh_err *err)
 {
-    rset s;
-    int rc = docindex_rset_load(ix, c->field, &s, err);
+    docindex_range *r;
+    const rset *rs;
+    int rc = docindex_range_get(ix, c->field, &r, &rs, err);
     if (rc)
         return rc;
+    const idmap *ids = &rs->ids;
     size_t pos = 0;
     const char *k;
     void *v;
@@ -54,7 +56,7 @@ static int range_candidates(docindex *ix, const qcond *c, docindex_idset *out, s
             buf rk = BUF_INIT;
             docindex_range_key(want, &rk);
             pos = 0;
-            while (!rc && idmap_next(&s.ids, &pos, &k, &v)) {
+            while (!rc && idmap_next(ids, &pos, &k, &v)) {
                 rentry *e = v;
                 if (!strcmp(e->rk, rk.data) && query_strict_equal(e->value, want))
                     rc = docindex_idset_push(out, k, err);
@@ -66,13 +68,13 @@ static int range_candidates(docindex *ix, const qcond *c, docindex_idset *out, s
          * after positive ones, floats tie at 6 decimals, types sort apart
          * from compare()'s cross-type order), so no key window is exact:
          * each entry's own value decides, as in a scan. */
-        while (!rc && idmap_next(&s.ids, &pos, &k, &v)) {
+        while (!rc && idmap_next(ids, &pos, &k, &v)) {
             rentry *e = v;
             if (query_cond_value(c, e->value))
                 rc = docindex_idset_push(out, k, err);
         }
     }
-    docindex_rset_free(&s);
+    docindex_range_release(r);
     docindex_idset_sort(out);
     return rc;
 }

@@ -22,12 +22,7 @@
 #define MEM_MAX_ENTRIES 8192
 #define MEM_MAX_BYTES ((size_t)64 << 20)
 
-typedef struct mstate {
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtim, ctim;
-} mstate;
+typedef docindex_fstate mstate;
 
 static mstate state_of(const struct stat *st)
 {
@@ -50,10 +45,21 @@ typedef struct mnode {
     dix_ids *ids;
 } mnode;
 
+/* A range field's effective set, shared by the lookups that use it. */
+struct docindex_range {
+    _Atomic long refs;
+    char *field;
+    mstate st[2]; /* main file, delta */
+    rset s;
+};
+
+#define MEM_RANGES 16
+
 struct docindex_mem {
     pthread_mutex_t mu;
     mnode *b[MEM_BUCKETS];
     size_t entries, bytes;
+    docindex_range *ranges[MEM_RANGES];
 };
 
 static dix_ids empty_ids = {.refs = 1};
@@ -93,11 +99,22 @@ static void mem_clear(docindex_mem *m)
     m->entries = m->bytes = 0;
 }
 
+void docindex_range_release(docindex_range *r)
+{
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    docindex_rset_free(&r->s);
+    free(r->field);
+    free(r);
+}
+
 void docindex_mem_free(docindex_mem *m)
 {
     if (!m)
         return;
     mem_clear(m);
+    for (size_t i = 0; i < MEM_RANGES; i++)
+        docindex_range_release(m->ranges[i]);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -220,8 +237,9 @@ static int parsed_ids(const char *t, size_t len, const char *key, const char *pa
 }
 
 /* Reads path with the state of the file its bytes came from. */
-static int read_with_state(const char *path, buf *b, mstate *st, storh_err *err)
+int docindex_read_state(const char *path, buf *b, mstate *st, storh_err *err)
 {
+    memset(st, 0, sizeof *st);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
@@ -265,7 +283,7 @@ static int read_with_state(const char *path, buf *b, mstate *st, storh_err *err)
 static int load_ids(const char *path, const char *key, dix_ids **out, mstate *st, storh_err *err)
 {
     buf b = BUF_INIT;
-    int rc = read_with_state(path, &b, st, err);
+    int rc = docindex_read_state(path, &b, st, err);
     if (rc == STORH_ENOTFOUND) {
         buf_free(&b);
         *out = &empty_ids;
@@ -365,6 +383,86 @@ int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids 
     atomic_fetch_add(&d->refs, 1);
     pthread_mutex_unlock(&m->mu);
     *out = d;
+    return 0;
+}
+
+/* ---------- range fields ---------- */
+
+static int stat_state(const char *path, mstate *st, storh_err *err)
+{
+    struct stat s;
+    memset(st, 0, sizeof *st);
+    if (stat(path, &s) == 0) {
+        *st = state_of(&s);
+        return 0;
+    }
+    if (errno == ENOENT || errno == ENOTDIR)
+        return 0;
+    return storh_err_sys(err, errno, "Could not stat storage file: %s", path);
+}
+
+int docindex_range_get(docindex *ix, const char *field, docindex_range **out, const rset **s,
+                       storh_err *err)
+{
+    docindex_mem *m = ix->mem;
+    char p[PATH_MAX];
+    mstate now[2];
+    int rc = docindex_range_path(ix, field, ".jsonl", p, err);
+    if (!rc)
+        rc = stat_state(p, &now[0], err);
+    if (!rc)
+        rc = docindex_range_path(ix, field, ".delta.jsonl", p, err);
+    if (!rc)
+        rc = stat_state(p, &now[1], err);
+    if (rc)
+        return rc;
+    size_t slot = MEM_RANGES;
+    if (m) {
+        pthread_mutex_lock(&m->mu);
+        for (size_t i = 0; i < MEM_RANGES; i++) {
+            docindex_range *r = m->ranges[i];
+            if (r && !strcmp(r->field, field)) {
+                slot = i;
+                if (same_state(&r->st[0], &now[0]) && same_state(&r->st[1], &now[1])) {
+                    atomic_fetch_add(&r->refs, 1);
+                    pthread_mutex_unlock(&m->mu);
+                    *out = r;
+                    *s = &r->s;
+                    return 0;
+                }
+            }
+            if (slot == MEM_RANGES && !r)
+                slot = i;
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+    docindex_range *r = calloc(1, sizeof *r);
+    if (!r || !(r->field = strdup(field))) {
+        free(r);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory");
+    }
+    atomic_init(&r->refs, 1);
+    rc = docindex_rset_load_states(ix, field, &r->s, r->st, err);
+    if (rc) {
+        free(r->field);
+        free(r);
+        return rc;
+    }
+    if (m) {
+        pthread_mutex_lock(&m->mu);
+        if (slot == MEM_RANGES)
+            slot = (size_t)(fnv(field, strlen(field)) % MEM_RANGES); /* full: one goes */
+        else if (m->ranges[slot] && strcmp(m->ranges[slot]->field, field) != 0)
+            slot = MEM_RANGES; /* taken since: this copy is not kept */
+        if (slot < MEM_RANGES) {
+            docindex_range_release(m->ranges[slot]);
+            m->ranges[slot] = r;
+            atomic_fetch_add(&r->refs, 1);
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+    *out = r;
+    *s = &r->s;
     return 0;
 }
 

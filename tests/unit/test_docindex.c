@@ -419,6 +419,7 @@ static const char *answer(docstore *ds, const char *where, bool count)
 
 #define KIND_PAGE "{\"field\":\"kind\",\"op\":\"eq\",\"value\":\"page\"}"
 #define KIND_POST "{\"field\":\"kind\",\"op\":\"eq\",\"value\":\"post\"}"
+#define AT_GTE_5 "{\"field\":\"at\",\"op\":\"gte\",\"value\":5}"
 #define PAGE_X KIND_PAGE ",{\"field\":\"tag\",\"op\":\"eq\",\"value\":\"x\"}"
 
 /* The entry files are kept in memory between queries (docindex_mem.c):
@@ -426,9 +427,11 @@ static const char *answer(docstore *ds, const char *where, bool count)
  * file's size and mtime, are seen by the next query. */
 TEST(index_memory_sees_other_processes)
 {
-    docstore *ds = open_store("shx", "{\"fields\":[{\"field\":\"kind\"},{\"field\":\"tag\"}]}");
-    put(ds, A, "{\"kind\":\"page\",\"tag\":\"x\"}");
+    docstore *ds = open_store("shx", "{\"fields\":[{\"field\":\"kind\"},{\"field\":\"tag\"},"
+                                     "{\"field\":\"at\",\"range\":true}]}");
+    put(ds, A, "{\"kind\":\"page\",\"tag\":\"x\",\"at\":7}");
     for (int round = 0; round < 2; round++) { /* the second round answers from memory */
+        CHECK_STR(answer(ds, AT_GTE_5, false), A);
         CHECK_STR(answer(ds, KIND_PAGE, false), A);
         CHECK_STR(answer(ds, KIND_PAGE, true), "1");
         CHECK_STR(answer(ds, PAGE_X, false), A);
@@ -438,8 +441,8 @@ TEST(index_memory_sees_other_processes)
         docstore *other = NULL;
         if (docstore_open(root, "shx", &other, NULL))
             _exit(2);
-        put(other, B, "{\"kind\":\"page\",\"tag\":\"x\"}");
-        put(other, A, "{\"kind\":\"post\",\"tag\":\"x\"}");
+        put(other, B, "{\"kind\":\"page\",\"tag\":\"x\",\"at\":9}");
+        put(other, A, "{\"kind\":\"post\",\"tag\":\"x\",\"at\":1}");
         docstore_close(other);
         _exit(0);
     }
@@ -447,6 +450,7 @@ TEST(index_memory_sees_other_processes)
     CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     CHECK_STR(answer(ds, KIND_PAGE, false), B);
+    CHECK_STR(answer(ds, AT_GTE_5, false), B); /* the range delta grew in place */
     CHECK_STR(answer(ds, KIND_PAGE, true), "1");
     CHECK_STR(answer(ds, PAGE_X, false), B);
     CHECK_STR(answer(ds, KIND_POST, true), "1");
@@ -475,8 +479,9 @@ TEST(index_memory_sees_other_processes)
     buf_free(&b);
     CHECK_STR(answer(ds, KIND_POST, false), "");
     /* and this process's own writes, as before */
-    put(ds, A, "{\"kind\":\"page\",\"tag\":\"y\"}");
+    put(ds, A, "{\"kind\":\"page\",\"tag\":\"y\",\"at\":8}");
     CHECK_STR(answer(ds, KIND_PAGE, false), A "," B);
+    CHECK_STR(answer(ds, AT_GTE_5, false), A "," B);
     CHECK_STR(answer(ds, KIND_PAGE, true), "2");
     CHECK_STR(answer(ds, PAGE_X, false), B);
     docstore_close(ds);
