@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "suite.h"
+#include "allocs.h"
 #include "docstore.h"
 #include "fsx.h"
 #include "query.h"
@@ -138,6 +139,7 @@ void suite_doc(const harness_opts *o, bench_result *r)
         int iters = 50;
         docstore_query(ds, &q, &out, NULL); /* warm */
         json_decref(out);
+        long long a0 = allocs_count();
         t = harness_now();
         for (int i = 0; i < iters; i++) {
             if (docstore_query(ds, &q, &out, &err))
@@ -145,7 +147,14 @@ void suite_doc(const harness_opts *o, bench_result *r)
             json_decref(out);
         }
         double per = (harness_now() - t) / iters;
+        long long a1 = allocs_count();
         bench_add(r, names[k], k ? per * 1e6 : per * 1e3, k ? "µs" : "ms", "lower", labels[k]);
+        if (a0 >= 0) {
+            char an[64];
+            snprintf(an, sizeof an, "%s.allocs", names[k]);
+            bench_add(r, an, (double)(a1 - a0) / iters, "allocs", "lower",
+                      "heap allocation calls per query (malloc, calloc, realloc)");
+        }
         query_free(&q);
         json_decref(b);
     }

@@ -200,12 +200,20 @@ int docindex_load(docindex *ix, const char *coll_dir, storh_err *err)
 {
     memset(ix, 0, sizeof *ix);
     int rc = fsx_pathf(ix->dir, err, "%s/.storh/indexes", coll_dir);
-    return rc ? rc : read_manifest(ix, err);
+    if (!rc)
+        ix->mem = docindex_mem_new(); /* none (out of memory): lookups read the files */
+    if (!rc && (rc = read_manifest(ix, err)) != 0) {
+        docindex_mem_free(ix->mem);
+        ix->mem = NULL;
+    }
+    return rc;
 }
 
 void docindex_free(docindex *ix)
 {
     defs_free(ix);
+    docindex_mem_free(ix->mem);
+    ix->mem = NULL;
 }
 
 int docindex_refresh(docindex *ix, storh_err *err)

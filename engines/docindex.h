@@ -26,11 +26,14 @@ typedef struct idxdef {
     bool unique, range;
 } idxdef;
 
+typedef struct docindex_mem docindex_mem;
+
 typedef struct docindex {
     char dir[PATH_MAX]; /* <coll>/.storh/indexes */
     idxdef *defs;       /* sorted by field, byte order */
     size_t n;
     struct stat manifest_st;
+    docindex_mem *mem; /* entry files in memory (docindex_mem.c); NULL: none */
 } docindex;
 
 /* Loads the manifest of coll_dir (none: no definitions). */
@@ -86,20 +89,42 @@ int docindex_build_add(docindex_build *b, const char *id, const json_t *data, st
 int docindex_build_finish(docindex_build *b, storh_err *err);
 void docindex_build_abort(docindex_build *b);
 
+/* A sorted set of record ids without duplicates, each DOCINDEX_ID bytes
+ * (no NUL): owned, or shared with an entry file kept in memory (ref). */
+#define DOCINDEX_ID 36
+typedef struct docindex_idset {
+    const char (*id)[DOCINDEX_ID];
+    size_t n;
+    char (*own)[DOCINDEX_ID];
+    size_t cap;
+    struct dix_ids *ref;
+} docindex_idset;
+#define DOCINDEX_IDSET_INIT                                                                        \
+    {                                                                                              \
+        0                                                                                          \
+    }
+void docindex_idset_free(docindex_idset *s);
+/* Adds an id (then the set must be put in order with idset_sort). */
+int docindex_idset_push(docindex_idset *s, const char *id, storh_err *err);
+void docindex_idset_sort(docindex_idset *s);
+/* a becomes a & b, or a | b. */
+int docindex_idset_intersect(docindex_idset *a, const docindex_idset *b, storh_err *err);
+int docindex_idset_union(docindex_idset *a, const docindex_idset *b, storh_err *err);
+
 /* Candidate ids for a condition an index can serve (eq/in with scalar or
  * null values on any indexed field; gt, gte, lt, lte, between, prefix on a
- * range field): *ids a new array of strings, sorted; false if no index
+ * range field): *ids (empty on entry) gets them, sorted; false if no index
  * serves c. For a range field these are exactly the entries whose value
  * satisfies c (query_cond_value). STORH_ECORRUPT: an index file that does
  * not parse. */
 bool docindex_serves(const docindex *ix, const qcond *c);
-int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *err);
+int docindex_candidates(docindex *ix, const qcond *c, docindex_idset *ids, storh_err *err);
 /* count() of one eq/in condition on an equality field from the files'
  * "count" members alone (storh's fast path); *served false otherwise. */
 int docindex_count(docindex *ix, const qcond *c, long long *count, bool *served, storh_err *err);
 /* Ids of the compound bucket of two plain equality fields. */
 int docindex_compound_ids(docindex *ix, const char *f1, const json_t *v1, const char *f2,
-                          const json_t *v2, json_t **ids, bool *served, storh_err *err);
+                          const json_t *v2, docindex_idset *ids, bool *served, storh_err *err);
 /* verify(): compares the files with the records a full scan found (added
  * with docindex_build_add to a build that is then passed here instead of
  * finished). Appends storh's error strings to errors. */

@@ -253,10 +253,10 @@ void docindex_rset_apply_line(rset *s, const json_t *line)
  * atomic for readers) or was torn by a crash, so it does not exist yet;
  * writers complete or cut such a tail before they append (tail_repair).
  * Strings may hold U+0000 (written as \u0000). */
-static int rset_read_file(rset *s, const char *path, storh_err *err)
+static int rset_read_file(rset *s, const char *path, docindex_fstate *st, storh_err *err)
 {
     buf b = BUF_INIT;
-    int rc = fsx_read_all(path, &b, err);
+    int rc = st ? docindex_read_state(path, &b, st, err) : fsx_read_all(path, &b, err);
     if (rc == STORH_ENOTFOUND) {
         buf_free(&b);
         return 0;
@@ -280,20 +280,26 @@ static int rset_read_file(rset *s, const char *path, storh_err *err)
     return rc;
 }
 
-int docindex_rset_load(docindex *ix, const char *field, rset *s, storh_err *err)
+int docindex_rset_load_states(docindex *ix, const char *field, rset *s, docindex_fstate st[2],
+                              storh_err *err)
 {
     idmap_init(&s->ids, sizeof(rentry));
     char p[PATH_MAX];
     int rc = docindex_range_path(ix, field, ".jsonl", p, err);
     if (!rc)
-        rc = rset_read_file(s, p, err);
+        rc = rset_read_file(s, p, st ? &st[0] : NULL, err);
     if (!rc)
         rc = docindex_range_path(ix, field, ".delta.jsonl", p, err);
     if (!rc)
-        rc = rset_read_file(s, p, err);
+        rc = rset_read_file(s, p, st ? &st[1] : NULL, err);
     if (rc)
         docindex_rset_free(s);
     return rc;
+}
+
+int docindex_rset_load(docindex *ix, const char *field, rset *s, storh_err *err)
+{
+    return docindex_rset_load_states(ix, field, s, NULL, err);
 }
 
 void docindex_range_line(buf *out, const char *rk, const json_t *value, const char *add,

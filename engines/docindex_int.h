@@ -6,7 +6,9 @@
 #define STORH_DOCINDEX_INT_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "docindex.h"
@@ -32,6 +34,37 @@ int docindex_write_entry(const char *path, const char *field, const char *key, c
 int docindex_entry_change(const char *path, const char *field, const char *key, const json_t *value,
                           const char *id, bool add, storh_err *err);
 
+/* An entry file in memory: its "count" member and its ids, sorted, each
+ * IDMAP_KEY bytes (no NUL). Shared: release what docindex_entry_ids gave. */
+typedef struct dix_ids {
+    _Atomic long refs;
+    size_t n;
+    long long count;
+    char (*id)[IDMAP_KEY];
+} dix_ids;
+
+/* What every publish or append changes in a file (as rcache.h's STAT);
+ * all zero: no such file. */
+typedef struct docindex_fstate {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim, ctim;
+} docindex_fstate;
+/* Reads path into b with the state of the file the bytes came from;
+ * STORH_ENOTFOUND (err untouched) when there is none. */
+int docindex_read_state(const char *path, buf *b, docindex_fstate *st, storh_err *err);
+
+docindex_mem *docindex_mem_new(void);
+void docindex_mem_free(docindex_mem *m);
+/* The entry file at path whose key must be key (a missing file, or one of
+ * another key, holds none), from memory while the file is unchanged. */
+int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids **out,
+                       storh_err *err);
+void docindex_ids_release(dix_ids *ids);
+/* Shares d's ids when s is empty, else adds them (then sort s). */
+int docindex_idset_add_entry(docindex_idset *s, dix_ids *d, storh_err *err);
+
 typedef struct rentry {
     char *rk, *vk;
     json_t *value;
@@ -45,6 +78,16 @@ typedef struct rset {
 void docindex_rset_free(rset *s);
 void docindex_rset_apply_line(rset *s, const json_t *line);
 int docindex_rset_load(docindex *ix, const char *field, rset *s, storh_err *err);
+/* The same, with the states of the main file and the delta read (st[0],
+ * st[1]). */
+int docindex_rset_load_states(docindex *ix, const char *field, rset *s, docindex_fstate st[2],
+                              storh_err *err);
+/* The effective set of a range field from memory while its two files are
+ * unchanged (docindex_mem.c); give it back with docindex_range_release. */
+typedef struct docindex_range docindex_range;
+int docindex_range_get(docindex *ix, const char *field, docindex_range **out, const rset **s,
+                       storh_err *err);
+void docindex_range_release(docindex_range *r);
 void docindex_range_line(buf *out, const char *rk, const json_t *value, const char *add,
                          const char *remove);
 /* Appends data to a delta file (created with its directories if missing),

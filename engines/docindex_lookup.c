@@ -36,29 +36,30 @@ bool docindex_serves(const docindex *ix, const qcond *c)
     return d->range && range_op(c->op);
 }
 
-static int range_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *err)
+static int range_candidates(docindex *ix, const qcond *c, docindex_idset *out, storh_err *err)
 {
-    rset s;
-    int rc = docindex_rset_load(ix, c->field, &s, err);
+    docindex_range *r;
+    const rset *rs;
+    int rc = docindex_range_get(ix, c->field, &r, &rs, err);
     if (rc)
         return rc;
-    json_t *out = json_array();
+    const idmap *ids = &rs->ids;
     size_t pos = 0;
     const char *k;
     void *v;
     if (c->op == QOP_EQ || c->op == QOP_IN) {
         size_t n = c->op == QOP_IN ? json_array_size(c->value) : 1;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; !rc && i < n; i++) {
             const json_t *want = c->op == QOP_IN ? json_array_get(c->value, i) : c->value;
             if (!docindex_indexable(want))
                 continue;
             buf rk = BUF_INIT;
             docindex_range_key(want, &rk);
             pos = 0;
-            while (idmap_next(&s.ids, &pos, &k, &v)) {
+            while (!rc && idmap_next(ids, &pos, &k, &v)) {
                 rentry *e = v;
                 if (!strcmp(e->rk, rk.data) && query_strict_equal(e->value, want))
-                    json_array_append_new(out, json_stringn(k, IDMAP_KEY));
+                    rc = docindex_idset_push(out, k, err);
             }
             buf_free(&rk);
         }
@@ -67,26 +68,24 @@ static int range_candidates(docindex *ix, const qcond *c, json_t **ids, storh_er
          * after positive ones, floats tie at 6 decimals, types sort apart
          * from compare()'s cross-type order), so no key window is exact:
          * each entry's own value decides, as in a scan. */
-        while (idmap_next(&s.ids, &pos, &k, &v)) {
+        while (!rc && idmap_next(ids, &pos, &k, &v)) {
             rentry *e = v;
             if (query_cond_value(c, e->value))
-                json_array_append_new(out, json_stringn(k, IDMAP_KEY));
+                rc = docindex_idset_push(out, k, err);
         }
     }
-    docindex_rset_free(&s);
-    docindex_sort_ids(out);
-    *ids = out;
-    return 0;
+    docindex_range_release(r);
+    docindex_idset_sort(out);
+    return rc;
 }
 
-int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *err)
+int docindex_candidates(docindex *ix, const qcond *c, docindex_idset *out, storh_err *err)
 {
     const idxdef *d = docindex_def(ix, c->field);
     if (!d)
         return storh_err_set(err, STORH_EINVAL, "No index on %s.", c->field);
     if (d->range)
-        return range_candidates(ix, c, ids, err);
-    json_t *out = json_array();
+        return range_candidates(ix, c, out, err);
     size_t n = c->op == QOP_IN ? json_array_size(c->value) : 1;
     int rc = 0;
     for (size_t i = 0; !rc && i < n; i++) {
@@ -96,23 +95,17 @@ int docindex_candidates(docindex *ix, const qcond *c, json_t **ids, storh_err *e
         buf vk = BUF_INIT;
         docindex_value_key(want, &vk);
         char p[PATH_MAX];
-        json_t *part = NULL;
+        dix_ids *part = NULL;
         rc = docindex_eq_path(ix, c->field, vk.data, p, err);
         if (!rc)
-            rc = docindex_read_entry_ids(p, vk.data, &part, err);
+            rc = docindex_entry_ids(ix, p, vk.data, &part, err);
         if (!rc)
-            json_array_extend(out, part);
-        json_decref(part);
+            rc = docindex_idset_add_entry(out, part, err);
+        docindex_ids_release(part);
         buf_free(&vk);
     }
-    if (rc) {
-        json_decref(out);
-        return rc;
-    }
-    if (n > 1) /* one file's ids are sorted already */
-        docindex_sort_ids(out);
-    *ids = out;
-    return 0;
+    docindex_idset_sort(out); /* a shared entry is sorted already */
+    return rc;
 }
 
 int docindex_count(docindex *ix, const qcond *c, long long *count, bool *served, storh_err *err)
@@ -135,9 +128,13 @@ int docindex_count(docindex *ix, const qcond *c, long long *count, bool *served,
         long long k = 0;
         if (!json_object_get(seen, vk.data)) {
             json_object_set_new(seen, vk.data, json_true());
+            dix_ids *e = NULL;
             rc = docindex_eq_path(ix, c->field, vk.data, p, err);
             if (!rc)
-                rc = docindex_read_entry(p, vk.data, NULL, &k, err);
+                rc = docindex_entry_ids(ix, p, vk.data, &e, err);
+            if (!rc)
+                k = e->count;
+            docindex_ids_release(e);
             *count += k;
         }
         buf_free(&vk);
@@ -148,7 +145,7 @@ int docindex_count(docindex *ix, const qcond *c, long long *count, bool *served,
 }
 
 int docindex_compound_ids(docindex *ix, const char *f1, const json_t *v1, const char *f2,
-                          const json_t *v2, json_t **ids, bool *served, storh_err *err)
+                          const json_t *v2, docindex_idset *ids, bool *served, storh_err *err)
 {
     *served = false;
     const idxdef *d1 = docindex_def(ix, f1), *d2 = docindex_def(ix, f2);
@@ -166,9 +163,13 @@ int docindex_compound_ids(docindex *ix, const char *f1, const json_t *v1, const 
     buf ck = BUF_INIT;
     docindex_compound_key(v1, v2, &ck);
     char p[PATH_MAX];
+    dix_ids *e = NULL;
     int rc = docindex_compound_path(ix, f1, f2, ck.data, p, err);
     if (!rc)
-        rc = docindex_read_entry_ids(p, ck.data, ids, err);
+        rc = docindex_entry_ids(ix, p, ck.data, &e, err);
+    if (!rc)
+        rc = docindex_idset_add_entry(ids, e, err);
+    docindex_ids_release(e);
     buf_free(&ck);
     *served = rc == 0;
     return rc;

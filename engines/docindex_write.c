@@ -21,16 +21,17 @@ int docindex_check_unique(docindex *ix, const char *id, const json_t *data, stor
         json_t *v = json_is_object(data) ? json_object_get(data, d->field) : NULL;
         if (!d->unique || !docindex_indexable(v))
             continue;
-        json_t *ids = NULL;
+        docindex_idset ids = DOCINDEX_IDSET_INIT;
         qcond c = {d->field, QOP_EQ, v};
         int rc = docindex_candidates(ix, &c, &ids, err);
-        if (rc)
+        if (rc) {
+            docindex_idset_free(&ids);
             return rc;
-        size_t k;
-        json_t *e;
+        }
         bool clash = false;
-        json_array_foreach(ids, k, e) clash = clash || strcmp(json_string_value(e), id) != 0;
-        json_decref(ids);
+        for (size_t k = 0; k < ids.n; k++)
+            clash = clash || strlen(id) != DOCINDEX_ID || memcmp(ids.id[k], id, DOCINDEX_ID) != 0;
+        docindex_idset_free(&ids);
         if (clash)
             return storh_err_set(err, STORH_ECONFLICT, "Unique index violation on field: %s",
                                  d->field);

@@ -21,41 +21,25 @@ static bool servable(const qcond *c, void *ctx)
     return id_lookup(c) || docindex_serves(ctx, c);
 }
 
-/* A sorted array of ids as a set: intersect into a. */
-static void intersect(json_t *a, const json_t *b)
-{
-    size_t i = 0;
-    while (i < json_array_size(a)) {
-        const char *x = json_string_value(json_array_get(a, i));
-        bool found = false;
-        size_t k;
-        json_t *e;
-        json_array_foreach(b, k, e) found = found || !strcmp(json_string_value(e), x);
-        if (found)
-            i++;
-        else
-            json_array_remove(a, i);
-    }
-}
-
-static int cond_ids(docstore *ds, const qcond *c, json_t **ids, storh_err *err)
+static int cond_ids(docstore *ds, const qcond *c, docindex_idset *ids, storh_err *err)
 {
     if (id_lookup(c)) {
-        *ids = json_array();
         size_t n = c->op == QOP_IN ? json_array_size(c->value) : 1;
-        for (size_t i = 0; i < n; i++) {
+        int rc = 0;
+        for (size_t i = 0; !rc && i < n; i++) {
             json_t *v = c->op == QOP_IN ? json_array_get(c->value, i) : c->value;
-            if (json_is_string(v) && uuid7_is_valid(json_string_value(v), json_string_length(v)))
-                json_array_append(*ids, v);
+            if (json_is_string(v) && json_string_length(v) == DOCINDEX_ID &&
+                uuid7_is_valid(json_string_value(v), json_string_length(v)))
+                rc = docindex_idset_push(ids, json_string_value(v), err);
         }
-        docindex_sort_ids(*ids);
-        return 0;
+        docindex_idset_sort(ids);
+        return rc;
     }
     return docindex_candidates(&ds->ix, c, ids, err);
 }
 
-/* Candidate ids of one group. */
-static int group_ids(docstore *ds, const qgroup *g, json_t **out, storh_err *err)
+/* Candidate ids of one group (out empty on entry). */
+static int group_ids(docstore *ds, const qgroup *g, docindex_idset *out, storh_err *err)
 {
     if (g->n == 2 && g->c[0].op == QOP_EQ && g->c[1].op == QOP_EQ) {
         bool served;
@@ -64,24 +48,25 @@ static int group_ids(docstore *ds, const qgroup *g, json_t **out, storh_err *err
         if (rc || served)
             return rc;
     }
-    json_t *acc = NULL;
+    bool first = true;
     for (size_t i = 0; i < g->n; i++) {
         if (!servable(&g->c[i], &ds->ix))
             continue;
-        json_t *ids;
+        if (first) {
+            first = false;
+            int rc = cond_ids(ds, &g->c[i], out, err);
+            if (rc)
+                return rc;
+            continue;
+        }
+        docindex_idset ids = DOCINDEX_IDSET_INIT;
         int rc = cond_ids(ds, &g->c[i], &ids, err);
-        if (rc) {
-            json_decref(acc);
+        if (!rc)
+            rc = docindex_idset_intersect(out, &ids, err);
+        docindex_idset_free(&ids);
+        if (rc)
             return rc;
-        }
-        if (!acc) {
-            acc = ids;
-        } else {
-            intersect(acc, ids);
-            json_decref(ids);
-        }
     }
-    *out = acc ? acc : json_array();
     return 0;
 }
 
@@ -147,33 +132,30 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
             return 0;
         }
     }
-    json_t *cand = NULL;
+    docindex_idset cand = DOCINDEX_IDSET_INIT;
+    bool indexed = false;
     if (!rc && docindex_active(&ds->ix) && query_every_group(q, servable, &ds->ix)) {
-        cand = json_array();
+        indexed = true;
         for (size_t g = 0; !rc && g < q->ngroups; g++) {
-            json_t *ids;
-            if (!(rc = group_ids(ds, &q->groups[g], &ids, err))) {
-                if (q->ngroups == 1) { /* one group: its ids are sorted already */
-                    json_decref(cand);
-                    cand = ids;
-                } else {
-                    json_array_extend(cand, ids);
-                    json_decref(ids);
-                }
+            if (g == 0) { /* one group: its ids are sorted already */
+                rc = group_ids(ds, &q->groups[g], &cand, err);
+                continue;
             }
+            docindex_idset ids = DOCINDEX_IDSET_INIT;
+            if (!(rc = group_ids(ds, &q->groups[g], &ids, err)))
+                rc = docindex_idset_union(&cand, &ids, err);
+            docindex_idset_free(&ids);
         }
-        if (!rc && q->ngroups > 1)
-            docindex_sort_ids(cand);
         if (rc ==
             STORH_ECORRUPT) { /* a damaged index file: the records decide (verify reports it) */
-            json_decref(cand);
-            cand = NULL;
+            docindex_idset_free(&cand);
+            indexed = false;
             rc = 0;
         }
     }
     pthread_rwlock_unlock(&ds->ixlock);
     if (rc) {
-        json_decref(cand);
+        docindex_idset_free(&cand);
         return rc;
     }
     /* without an orderBy the result is in id order, so a limit can stop the
@@ -181,12 +163,11 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
     bool early =
         q->limit && (!q->order_field || (!strcmp(q->order_field, "id") && !q->desc)) && !q->count;
     json_t *rows = json_array();
-    if (cand) {
-        size_t i;
-        json_t *e;
-        json_array_foreach(cand, i, e)
-        {
-            const char *id = json_string_value(e);
+    if (indexed) {
+        for (size_t i = 0; i < cand.n; i++) {
+            char id[DOCINDEX_ID + 1];
+            memcpy(id, cand.id[i], DOCINDEX_ID);
+            id[DOCINDEX_ID] = '\0';
             if (!after_cursor(q, id))
                 continue;
             json_t *data;
@@ -204,7 +185,7 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
             if (early && json_array_size(rows) >= q->limit)
                 break;
         }
-        json_decref(cand);
+        docindex_idset_free(&cand);
     } else {
         recquery rq;
         recquery_init(&rq);

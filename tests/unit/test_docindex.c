@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../support/snapshot.h"
@@ -387,6 +388,102 @@ TEST(cache_validation_modes)
     docstore_close(ds);
 }
 
+/* The ids of a query's records, comma-separated ("" for none), or the
+ * count of a count query. */
+static const char *answer(docstore *ds, const char *where, bool count)
+{
+    static char out[256];
+    char body[512];
+    snprintf(body, sizeof body, "{\"where\":[%s]%s}", where, count ? ",\"count\":true" : "");
+    json_t *r = run(ds, body);
+    out[0] = '\0';
+    if (count) {
+        snprintf(out, sizeof out, "%lld",
+                 (long long)json_integer_value(json_object_get(r, "count")));
+    } else {
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(r, "records"), i, e)
+        {
+            if (i)
+                strcat(out, ",");
+            strncat(out, json_string_value(json_object_get(e, "id")), 40);
+        }
+    }
+    json_decref(r);
+    return out;
+}
+
+#define KIND_PAGE "{\"field\":\"kind\",\"op\":\"eq\",\"value\":\"page\"}"
+#define KIND_POST "{\"field\":\"kind\",\"op\":\"eq\",\"value\":\"post\"}"
+#define AT_GTE_5 "{\"field\":\"at\",\"op\":\"gte\",\"value\":5}"
+#define PAGE_X KIND_PAGE ",{\"field\":\"tag\",\"op\":\"eq\",\"value\":\"x\"}"
+
+/* The entry files are kept in memory between queries (docindex_mem.c):
+ * a write by another process, and an out-of-band edit that keeps the
+ * file's size and mtime, are seen by the next query. */
+TEST(index_memory_sees_other_processes)
+{
+    docstore *ds = open_store("shx", "{\"fields\":[{\"field\":\"kind\"},{\"field\":\"tag\"},"
+                                     "{\"field\":\"at\",\"range\":true}]}");
+    put(ds, A, "{\"kind\":\"page\",\"tag\":\"x\",\"at\":7}");
+    for (int round = 0; round < 2; round++) { /* the second round answers from memory */
+        CHECK_STR(answer(ds, AT_GTE_5, false), A);
+        CHECK_STR(answer(ds, KIND_PAGE, false), A);
+        CHECK_STR(answer(ds, KIND_PAGE, true), "1");
+        CHECK_STR(answer(ds, PAGE_X, false), A);
+    }
+    pid_t pid = fork();
+    if (pid == 0) { /* another storhd engine on the same files */
+        docstore *other = NULL;
+        if (docstore_open(root, "shx", &other, NULL))
+            _exit(2);
+        put(other, B, "{\"kind\":\"page\",\"tag\":\"x\",\"at\":9}");
+        put(other, A, "{\"kind\":\"post\",\"tag\":\"x\",\"at\":1}");
+        docstore_close(other);
+        _exit(0);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_STR(answer(ds, KIND_PAGE, false), B);
+    CHECK_STR(answer(ds, AT_GTE_5, false), B); /* the range delta grew in place */
+    CHECK_STR(answer(ds, KIND_PAGE, true), "1");
+    CHECK_STR(answer(ds, PAGE_X, false), B);
+    CHECK_STR(answer(ds, KIND_POST, true), "1");
+    /* an edit in place that keeps size and mtime (only the ctime tells):
+     * the kind=post entry is made to list B (a page) instead of A, so the
+     * query, which re-checks every candidate, finds nothing */
+    CHECK_STR(answer(ds, KIND_POST, false), A);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/shx/.storh/indexes/entries/eq/6b696e64/s-706f7374.jsonc", root);
+    struct stat st;
+    CHECK(stat(p, &st) == 0);
+    buf b = BUF_INIT;
+    CHECK(fsx_read_all(p, &b, NULL) == 0);
+    char *at = strstr(b.data, A);
+    CHECK(at != NULL);
+    if (at)
+        memcpy(at, B, 36);
+    FILE *f = fopen(p, "r+");
+    CHECK(f != NULL);
+    if (f) {
+        fwrite(b.data, 1, b.len, f);
+        fclose(f);
+    }
+    struct timespec t[2] = {st.st_atim, st.st_mtim};
+    utimensat(AT_FDCWD, p, t, 0);
+    buf_free(&b);
+    CHECK_STR(answer(ds, KIND_POST, false), "");
+    /* and this process's own writes, as before */
+    put(ds, A, "{\"kind\":\"page\",\"tag\":\"y\",\"at\":8}");
+    CHECK_STR(answer(ds, KIND_PAGE, false), A "," B);
+    CHECK_STR(answer(ds, AT_GTE_5, false), A "," B);
+    CHECK_STR(answer(ds, KIND_PAGE, true), "2");
+    CHECK_STR(answer(ds, PAGE_X, false), B);
+    docstore_close(ds);
+}
+
 TEST(schema_validation)
 {
     docstore *ds = open_store("sch", NULL);
@@ -433,6 +530,7 @@ static const test_case tests[] = {
      verify_catches_corruption_and_repair_fixes_it},
     TEST_ENTRY(cache_validation_modes),
     TEST_ENTRY(schema_validation),
+    TEST_ENTRY(index_memory_sees_other_processes),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
