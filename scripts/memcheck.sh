@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh valgrind >/dev/null
-cmake -S . -B build/memcheck -DCMAKE_BUILD_TYPE=Debug -DSTORHD_TEST_TIMEOUT_SCALE=3 >/dev/null
+cmake -S . -B build/memcheck -DCMAKE_BUILD_TYPE=Debug -DSTORHD_TEST_TIMEOUT_SCALE=3 -DSTORHD_TEST_PER_CASE=OFF >/dev/null
 cmake --build build/memcheck -j"$(nproc)" >/dev/null
 logs="$PWD/build/memcheck/valgrind"
 rm -rf "$logs"
