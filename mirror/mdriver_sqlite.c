@@ -57,7 +57,9 @@ static int bind(sq_driver *d, sqlite3_stmt *st, const mparam *p, int np, storh_e
             rc = sqlite3_bind_null(st, i + 1);
             break;
         case MPARAM_TEXT:
-            rc = sqlite3_bind_text(st, i + 1, p[i].text, (int)p[i].len, SQLITE_TRANSIENT);
+            /* the bytes outlive the statement's run: prepared() clears the
+             * bindings before the statement runs again */
+            rc = sqlite3_bind_text(st, i + 1, p[i].text, (int)p[i].len, SQLITE_STATIC);
             break;
         case MPARAM_INT:
         case MPARAM_BOOL:

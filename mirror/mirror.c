@@ -28,18 +28,23 @@ static bool field_ok(const char *f)
     return strcasecmp(f, "id") && strcasecmp(f, "hash") && strcasecmp(f, "data");
 }
 
-void mirror_hash(const json_t *data, char out[33])
+void mirror__hash_text(const char *text, size_t len, char out[33])
 {
-    buf b = BUF_INIT;
-    sjson_encode(&b, data, 0, NULL);
     XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits(b.data ? b.data : "", b.len));
+    XXH128_canonicalFromHash(&c, XXH3_128bits(text ? text : "", len));
     static const char hexdig[] = "0123456789abcdef";
     for (int i = 0; i < 16; i++) {
         out[2 * i] = hexdig[c.digest[i] >> 4];
         out[2 * i + 1] = hexdig[c.digest[i] & 0xf];
     }
     out[32] = '\0';
+}
+
+void mirror_hash(const json_t *data, char out[33])
+{
+    buf b = BUF_INIT;
+    sjson_encode(&b, data, 0, NULL);
+    mirror__hash_text(b.data, b.len, out);
     buf_free(&b);
 }
 

@@ -9,7 +9,7 @@
  *       transaction rolled back and m->failures counted
  * A push or a flush is one transaction (BEGIN, rows, COMMIT; ROLLBACK on
  * any failure), so the mirror never holds half of one; rebuild empties the
- * table in a statement of its own, then pushes. */
+ * table and pushes in that one transaction too. */
 #ifndef STORHD_MIRROR_INT_H
 #define STORHD_MIRROR_INT_H
 
@@ -35,6 +35,8 @@ bool mirror__is_pg(const mirror *m);
 const char *mirror__col_type(const mirror *m, const schema_field *f);
 int mirror__exec_stmts(mirror *m, json_t *stmts, storh_err *err);
 int mirror__settle(mirror *m, int rc);
+/* mirror_hash of data whose canonical encoding is text */
+void mirror__hash_text(const char *text, size_t len, char out[33]);
 
 /* mirror_push.c */
 int mirror__collect_pair(void *ctx, int n, const char *const *v, const size_t *l);

@@ -58,22 +58,15 @@ static int row_params(const mirror *m, const mirror_coll *c, const char *id, con
     return k;
 }
 
+/* One row whose canonical text and hash the caller has made. */
 static int insert_row(mirror *m, const mirror_coll *c, const row_stmt *ins, const char *id,
-                      const json_t *data, storh_err *err)
+                      const json_t *data, const buf *text, const char *hash, storh_err *err)
 {
-    buf text = BUF_INIT;
-    int rc = sjson_encode(&text, data, 0, err);
-    char hash[33];
-    mirror_hash(data, hash);
     mparam p[40];
-    if (!rc && ins->ncols > 40)
-        rc = storh_err_set(err, STORH_EINVAL, "Too many typed columns.");
-    if (!rc) {
-        int np = row_params(m, c, id, hash, &text, data, p);
-        rc = mdriver_exec(m->db, ins->sql.data, p, np, err);
-    }
-    buf_free(&text);
-    return rc;
+    if (ins->ncols > 40)
+        return storh_err_set(err, STORH_EINVAL, "Too many typed columns.");
+    int np = row_params(m, c, id, hash, text, data, p);
+    return mdriver_exec(m->db, ins->sql.data, p, np, err);
 }
 
 int mirror__collect_pair(void *ctx, int n, const char *const *v, const size_t *l)
@@ -123,72 +116,101 @@ int mirror__source_get(const mirror_source *src, const char *id, json_t **data, 
                    : logset_get(&src->logs, id, data, err);
 }
 
+/* A row waiting for the next multi-row INSERT: its canonical text and hash
+ * made once, when the record was compared. */
+typedef struct pend_row {
+    char *id;
+    json_t *data;
+    buf text;
+    char hash[33];
+} pend_row;
+
 typedef struct push_ctx {
     mirror *m;
     const mirror_coll *c;
     json_t *rows; /* id -> hash, removed as records are seen */
     row_stmt ins;
     buf del;
-    json_t *pending; /* [[id, data], ...] waiting for one multi-row INSERT */
+    buf text;       /* the current record's canonical text */
+    pend_row *pend; /* INSERT_BATCH rows waiting for one multi-row INSERT */
+    size_t npend;
+    buf batch; /* the multi-row INSERT of batch_n rows, made once */
+    size_t batch_n;
     long inserted, updated, unchanged;
 } push_ctx;
+
+static void clear_pending(push_ctx *x)
+{
+    for (size_t r = 0; r < x->npend; r++) {
+        free(x->pend[r].id);
+        json_decref(x->pend[r].data);
+        buf_free(&x->pend[r].text);
+    }
+    x->npend = 0;
+}
+
+/* The INSERT of n rows into x->batch (kept while n stays the same). */
+static void batch_sql(push_ctx *x, size_t n)
+{
+    if (x->batch_n == n && x->batch.len)
+        return;
+    bool pg = mirror__is_pg(x->m);
+    int cols = x->ins.ncols;
+    buf_reset(&x->batch);
+    const char *values = strstr(x->ins.sql.data, " VALUES (");
+    buf_append(&x->batch, x->ins.sql.data, (size_t)(values - x->ins.sql.data));
+    buf_appends(&x->batch, " VALUES ");
+    for (size_t r = 0, k = 0; r < n; r++) {
+        buf_appends(&x->batch, r ? ", (" : "(");
+        for (int i = 0; i < cols; i++, k++) {
+            if (i)
+                buf_appends(&x->batch, ", ");
+            if (pg)
+                buf_printf(&x->batch, "$%zu", k + 1);
+            else
+                buf_appendc(&x->batch, '?');
+        }
+        buf_appendc(&x->batch, ')');
+    }
+    x->batch_n = n;
+}
 
 /* Inserts the pending rows with one statement. */
 static int flush_inserts(push_ctx *x, storh_err *err)
 {
-    size_t n = json_array_size(x->pending);
+    size_t n = x->npend;
     if (!n)
         return 0;
-    mirror *m = x->m;
-    const mirror_coll *c = x->c;
     int cols = x->ins.ncols;
     mparam *p = calloc(n * (size_t)cols, sizeof *p);
-    buf *texts = calloc(n, sizeof *texts);
-    char(*hashes)[33] = calloc(n, sizeof *hashes);
-    buf sql = BUF_INIT;
-    const char *values = strstr(x->ins.sql.data, " VALUES (");
-    buf_append(&sql, x->ins.sql.data, (size_t)(values - x->ins.sql.data));
-    buf_appends(&sql, " VALUES ");
-    int rc = p && texts && hashes ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    int k = 0;
+    batch_sql(x, n);
+    int rc = p && !buf_failed(&x->batch) ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     for (size_t r = 0; !rc && r < n; r++) {
-        json_t *row = json_array_get(x->pending, r);
-        const char *id = json_string_value(json_array_get(row, 0));
-        json_t *data = json_array_get(row, 1);
-        if ((rc = sjson_encode(&texts[r], data, 0, err)))
-            break;
-        mirror_hash(data, hashes[r]);
-        row_params(m, c, id, hashes[r], &texts[r], data, p + k);
-        buf_appends(&sql, r ? ", (" : "(");
-        for (int i = 0; i < cols; i++)
-            buf_printf(&sql, mirror__is_pg(m) ? "%s$%d" : "%s?", i ? ", " : "", k + i + 1);
-        buf_appendc(&sql, ')');
-        k += cols;
+        pend_row *w = &x->pend[r];
+        row_params(x->m, x->c, w->id, w->hash, &w->text, w->data, p + r * (size_t)cols);
     }
     if (!rc)
-        rc = mdriver_exec(m->db, sql.data, p, k, err);
-    for (size_t r = 0; texts && r < n; r++)
-        buf_free(&texts[r]);
-    free(texts);
-    free(hashes);
+        rc = mdriver_exec(x->m->db, x->batch.data, p, (int)n * cols, err);
     free(p);
-    buf_free(&sql);
-    json_array_clear(x->pending);
+    clear_pending(x);
     return rc;
 }
 
 static int push_one(void *p, const char *id, const json_t *data, storh_err *err)
 {
     push_ctx *x = p;
+    buf_reset(&x->text);
+    int rc = sjson_encode(&x->text, data, 0, err);
+    if (rc)
+        return rc;
     char hash[33];
-    mirror_hash(data, hash);
+    mirror__hash_text(x->text.data, x->text.len, hash);
     json_t *have = json_object_get(x->rows, id);
     if (have && !strcmp(json_string_value(have), hash)) {
         x->unchanged++;
         json_object_del(x->rows, id);
         return 0;
     }
-    int rc = 0;
     if (have) {
         mparam p1 = {MPARAM_TEXT, id, strlen(id), 0, 0};
         rc = mdriver_exec(x->m->db, x->del.data, &p1, 1, err);
@@ -199,10 +221,15 @@ static int push_one(void *p, const char *id, const json_t *data, storh_err *err)
     }
     if (rc)
         return rc;
-    json_array_append_new(x->pending, json_pack("[sO]", id, data));
+    pend_row *w = &x->pend[x->npend];
+    *w = (pend_row){strdup(id), json_incref((json_t *)data), x->text, {0}};
+    x->text = (buf)BUF_INIT; /* the row owns the text now */
+    memcpy(w->hash, hash, sizeof hash);
+    x->npend++;
+    if (!w->id)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     /* SQLite binds at most 32766 parameters, PostgreSQL 65535 */
-    if (json_array_size(x->pending) >= INSERT_BATCH ||
-        (json_array_size(x->pending) + 1) * (size_t)x->ins.ncols > 30000)
+    if (x->npend >= INSERT_BATCH || (x->npend + 1) * (size_t)x->ins.ncols > 30000)
         return flush_inserts(x, err);
     return 0;
 }
@@ -289,9 +316,11 @@ static void push_outcome(mirror *m, const mirror_coll *c, bool ok, unsigned long
             m->c[i]->mark = mark;
 }
 
-/* Under mu: push in one transaction; any failure rolls it back. */
-static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src, json_t *totals,
-                       storh_err *err)
+/* Under mu: push in one transaction; any failure rolls it back. A rebuild
+ * empties the table first, in that same transaction, so a rebuild that
+ * fails leaves the mirror as it was. */
+static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src, bool rebuild,
+                       json_t *totals, storh_err *err)
 {
     double t0 = now_s();
     unsigned long long mark = mirror_writes();
@@ -308,13 +337,34 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         push_outcome(m, c, false, mark);
         return mirror__settle(m, rc);
     }
-    push_ctx x = {m, c, json_object(), {BUF_INIT, 0}, BUF_INIT, json_array(), 0, 0, 0};
+    push_ctx x = {m,
+                  c,
+                  json_object(),
+                  {BUF_INIT, 0},
+                  BUF_INIT,
+                  BUF_INIT,
+                  calloc(INSERT_BATCH, sizeof(pend_row)),
+                  0,
+                  BUF_INIT,
+                  0,
+                  0,
+                  0,
+                  0};
+    if (!x.rows || !x.pend)
+        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     insert_sql(m, c, &x.ins);
     buf_printf(&x.del, "DELETE FROM \"%s\" WHERE \"id\" = %s", c->table,
                mirror__is_pg(m) ? "$1" : "?");
     char sel[256];
-    snprintf(sel, sizeof sel, "SELECT \"id\", \"hash\" FROM \"%s\"", c->table);
-    rc = mdriver_query(m->db, sel, NULL, 0, mirror__collect_pair, x.rows, err);
+    if (rebuild) {
+        snprintf(sel, sizeof sel, "DELETE FROM \"%s\"", c->table);
+        if (!rc)
+            rc = mdriver_exec(m->db, sel, NULL, 0, err); /* the table is empty: nothing to read */
+    } else {
+        snprintf(sel, sizeof sel, "SELECT \"id\", \"hash\" FROM \"%s\"", c->table);
+        if (!rc)
+            rc = mdriver_query(m->db, sel, NULL, 0, mirror__collect_pair, x.rows, err);
+    }
     if (!rc)
         rc = mirror__each_record(src, push_one, &x, err);
     if (!rc)
@@ -338,7 +388,11 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
     }
     push_outcome(m, c, rc == 0, mark);
     json_decref(x.rows);
-    json_decref(x.pending);
+    if (x.pend)
+        clear_pending(&x);
+    free(x.pend);
+    buf_free(&x.text);
+    buf_free(&x.batch);
     buf_free(&x.ins.sql);
     buf_free(&x.del);
     return mirror__settle(m, rc);
@@ -348,7 +402,7 @@ int mirror_push(mirror *m, const mirror_coll *c, const mirror_source *src, json_
                 storh_err *err)
 {
     pthread_mutex_lock(&m->mu);
-    int rc = push_locked(m, c, src, totals, err);
+    int rc = push_locked(m, c, src, false, totals, err);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -357,19 +411,50 @@ int mirror_rebuild(mirror *m, const mirror_coll *c, const mirror_source *src, js
                    storh_err *err)
 {
     pthread_mutex_lock(&m->mu);
-    int rc = mirror__connect_db(m, err);
-    json_t *ddl = NULL;
-    if (!rc)
-        rc = mirror_ddl(m, c, &ddl, err);
-    if (!rc)
-        rc = mirror__exec_stmts(m, ddl, err);
-    json_decref(ddl);
-    char sql[256];
-    snprintf(sql, sizeof sql, "DELETE FROM \"%s\"", c->table);
-    if (!rc)
-        rc = mdriver_exec(m->db, sql, NULL, 0, err);
-    rc = rc ? mirror__settle(m, rc) : push_locked(m, c, src, totals, err);
+    int rc = push_locked(m, c, src, true, totals, err);
     pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+/* The hash of the row of one id (empty when there is none). */
+static int row_hash(void *ctx, int n, const char *const *v, const size_t *l)
+{
+    if (n >= 1 && v[0] && l[0] < 33)
+        memcpy(ctx, v[0], l[0] + 1);
+    return 0;
+}
+
+/* One id of a flush: a row whose hash matches the record's is left as it
+ * is (no write, so a flush of unchanged records commits nothing); any other
+ * row is replaced, or deleted when the record is gone. */
+static int flush_one(mirror *m, const mirror_coll *c, const mirror_source *src, const row_stmt *ins,
+                     const char *sel, const char *del, const char *id, buf *text, long *upserted,
+                     long *deleted, storh_err *err)
+{
+    mparam p1 = {MPARAM_TEXT, id, strlen(id), 0, 0};
+    char have[33] = "";
+    int rc = mdriver_query(m->db, sel, &p1, 1, row_hash, have, err);
+    json_t *data = NULL;
+    int g = rc ? 0 : mirror__source_get(src, id, &data, err);
+    if (rc || (g && g != STORH_ENOTFOUND))
+        return rc ? rc : g;
+    if (g == STORH_ENOTFOUND) {
+        (*deleted)++;
+        return have[0] ? mdriver_exec(m->db, del, &p1, 1, err) : 0;
+    }
+    (*upserted)++;
+    buf_reset(text);
+    char hash[33];
+    rc = sjson_encode(text, data, 0, err);
+    if (!rc)
+        mirror__hash_text(text->data, text->len, hash);
+    if (!rc && strcmp(have, hash)) {
+        if (have[0])
+            rc = mdriver_exec(m->db, del, &p1, 1, err);
+        if (!rc)
+            rc = insert_row(m, c, ins, id, data, text, hash, err);
+    }
+    json_decref(data);
     return rc;
 }
 
@@ -397,9 +482,10 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
         rc = mdriver_exec(m->db, "BEGIN", NULL, 0, err);
     row_stmt ins = {BUF_INIT, 0};
     insert_sql(m, c, &ins);
-    buf del = BUF_INIT;
-    buf_printf(&del, "DELETE FROM \"%s\" WHERE \"id\" = %s", c->table,
-               mirror__is_pg(m) ? "$1" : "?");
+    const char *ph = mirror__is_pg(m) ? "$1" : "?";
+    buf del = BUF_INIT, sel = BUF_INIT, text = BUF_INIT;
+    buf_printf(&del, "DELETE FROM \"%s\" WHERE \"id\" = %s", c->table, ph);
+    buf_printf(&sel, "SELECT \"hash\" FROM \"%s\" WHERE \"id\" = %s", c->table, ph);
     json_t *seen = json_object();
     long upserted = 0, deleted = 0;
     json_array_foreach(ids, i, v)
@@ -408,19 +494,7 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
         if (rc || json_object_get(seen, id))
             continue;
         json_object_set_new(seen, id, json_true());
-        mparam p1 = {MPARAM_TEXT, id, strlen(id), 0, 0};
-        rc = mdriver_exec(m->db, del.data, &p1, 1, err);
-        json_t *data = NULL;
-        int g = rc ? 0 : mirror__source_get(src, id, &data, err);
-        if (!rc && g == 0) {
-            rc = insert_row(m, c, &ins, id, data, err);
-            upserted++;
-        } else if (!rc && g == STORH_ENOTFOUND) {
-            deleted++;
-        } else if (!rc) {
-            rc = g;
-        }
-        json_decref(data);
+        rc = flush_one(m, c, src, &ins, sel.data, del.data, id, &text, &upserted, &deleted, err);
     }
     if (!rc)
         rc = mdriver_exec(m->db, "COMMIT", NULL, 0, err);
@@ -431,6 +505,8 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
     json_decref(seen);
     buf_free(&ins.sql);
     buf_free(&del);
+    buf_free(&sel);
+    buf_free(&text);
     rc = mirror__settle(m, rc);
     pthread_mutex_unlock(&m->mu);
     if (!rc)

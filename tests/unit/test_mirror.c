@@ -277,10 +277,257 @@ TEST(bad_configs_are_refused)
     }
 }
 
+/* ---- flush skips rows that are current; rebuild is one transaction ---- */
+
+static const char *FL = "{\"fl\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
+                        "\"slug\":{\"type\":\"string\",\"unique\":true},"
+                        "\"v\":{\"type\":\"int\"}}}}}";
+
+#define F1 "018bcfe5-6800-7000-8000-0000000000f1"
+#define F2 "018bcfe5-6800-7000-8000-0000000000f2"
+#define F3 "018bcfe5-6800-7000-8000-0000000000f3"
+
+/* The slug of the row of id, or "" when there is none. */
+static void row_slug(mirror *m, const char *id, char out[64])
+{
+    mparam p = {MPARAM_TEXT, id, strlen(id), 0, 0};
+    char *v = NULL;
+    mirror_scalar(m,
+                  !strcmp(driver, "sqlite") ? "SELECT \"slug\" FROM \"t_fl\" WHERE \"id\" = ?"
+                                            : "SELECT \"slug\" FROM \"t_fl\" WHERE \"id\" = $1",
+                  &p, 1, &v, NULL);
+    snprintf(out, 64, "%s", v ? v : "");
+    free(v);
+}
+
+/* A mirror with F1 {a, 1} and F2 {b, 1} pushed; *ds the store. */
+static mirror *fl_setup(docstore **ds, const mirror_coll **c)
+{
+    mirror *m = make(FL);
+    if (!m)
+        return NULL;
+    storh_err err;
+    *c = mirror_find(m, "fl", false, &err);
+    mirror_uninstall(m, *c, NULL);
+    CHECK_INT(mirror_install(m, *c, &err), 0);
+    *ds = store("fl");
+    put(*ds, F1, "{\"slug\":\"a\",\"v\":1}");
+    put(*ds, F2, "{\"slug\":\"b\",\"v\":1}");
+    mirror_source src = {.ds = *ds};
+    json_t *t = json_object();
+    CHECK_INT(mirror_push(m, *c, &src, t, &err), 0);
+    CHECK_INT(total(t, "inserted"), 2);
+    json_decref(t);
+    return m;
+}
+
+static void flush_pass(void)
+{
+    docstore *ds = NULL;
+    const mirror_coll *c = NULL;
+    mirror *m = fl_setup(&ds, &c);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    storh_err err;
+    /* F1's row is edited by hand behind its hash: a flush that skips rows
+     * whose hash matches the record leaves it as it is */
+    mparam p = {MPARAM_TEXT, F1, strlen(F1), 0, 0};
+    char *ignored = NULL;
+    CHECK_INT(mirror_scalar(m,
+                            !strcmp(driver, "sqlite")
+                                ? "UPDATE \"t_fl\" SET \"slug\" = 'kept' WHERE \"id\" = ?"
+                                : "UPDATE \"t_fl\" SET \"slug\" = 'kept' WHERE \"id\" = $1",
+                            &p, 1, &ignored, &err),
+              0);
+    free(ignored);
+    put(ds, F2, "{\"slug\":\"b2\",\"v\":2}"); /* changed: flushed */
+    put(ds, F3, "{\"slug\":\"c\",\"v\":3}");  /* new: flushed */
+    mirror_source src = {.ds = ds};
+    json_t *ids = json_pack("[ssss]", F1, F2, F3, "018bcfe5-6800-7000-8000-0000000000f9"), *out;
+    CHECK_INT(mirror_flush(m, c, &src, ids, &out, &err), 0);
+    CHECK_INT(total(out, "upserted"), 3); /* every id whose row now matches its record */
+    CHECK_INT(total(out, "deleted"), 1);  /* no record, no row: nothing to delete */
+    json_decref(out);
+    char slug[64];
+    row_slug(m, F1, slug);
+    CHECK_STR(slug, "kept");
+    row_slug(m, F2, slug);
+    CHECK_STR(slug, "b2");
+    row_slug(m, F3, slug);
+    CHECK_STR(slug, "c");
+    CHECK_INT(scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'b2'"), 2);
+    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 3);
+    /* the rows written carry the record's hash: a push finds them current */
+    json_t *t = json_object();
+    CHECK_INT(mirror_push(m, c, &src, t, &err), 0);
+    CHECK_INT(total(t, "unchanged"), 3);
+    CHECK_INT(total(t, "inserted") + total(t, "updated") + total(t, "deleted"), 0);
+    json_decref(t);
+    /* a deleted record: its row goes */
+    bool existed;
+    docstore_delete(ds, F3, &existed, NULL);
+    CHECK_INT(mirror_flush(m, c, &src, ids, &out, &err), 0);
+    CHECK_INT(total(out, "upserted"), 2);
+    CHECK_INT(total(out, "deleted"), 2);
+    json_decref(out);
+    row_slug(m, F3, slug);
+    CHECK_STR(slug, "");
+    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 2);
+    json_decref(ids);
+    mirror_uninstall(m, c, NULL);
+    docstore_close(ds);
+    mirror_free(m);
+}
+
+static void rebuild_pass(void)
+{
+    docstore *ds = NULL;
+    const mirror_coll *c = NULL;
+    mirror *m = fl_setup(&ds, &c);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    storh_err err;
+    /* F2 takes F1's unique slug: the rebuild's inserts fail, and the table
+     * keeps every row it had (it is emptied in the same transaction) */
+    put(ds, F2, "{\"slug\":\"a\",\"v\":5}");
+    mirror_source src = {.ds = ds};
+    json_t *t = json_object();
+    CHECK_INT(mirror_rebuild(m, c, &src, t, &err), STORH_ECONFLICT);
+    json_decref(t);
+    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 2);
+    char slug[64];
+    row_slug(m, F2, slug);
+    CHECK_STR(slug, "b");
+    /* fixed, the rebuild writes every row again */
+    put(ds, F2, "{\"slug\":\"b\",\"v\":5}");
+    t = json_object();
+    CHECK_INT(mirror_rebuild(m, c, &src, t, &err), 0);
+    CHECK_INT(total(t, "inserted"), 2);
+    CHECK_INT(total(t, "updated") + total(t, "deleted") + total(t, "unchanged"), 0);
+    json_decref(t);
+    CHECK_INT(scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'b'"), 5);
+    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 2);
+    mirror_uninstall(m, c, NULL);
+    docstore_close(ds);
+    mirror_free(m);
+}
+
+static bool need_pg(void)
+{
+    if (getenv("STORHD_TEST_PG"))
+        return true;
+    fprintf(stderr, "STORHD_TEST_PG is not set: scripts/test.sh starts a cluster for this\n");
+    CHECK(getenv("STORHD_TEST_PG") != NULL);
+    return false;
+}
+
+TEST(flush_skips_current_rows_sqlite)
+{
+    driver = "sqlite";
+    flush_pass();
+}
+
+TEST(flush_skips_current_rows_postgres)
+{
+    driver = "postgres";
+    if (need_pg())
+        flush_pass();
+}
+
+TEST(rebuild_is_one_transaction_sqlite)
+{
+    driver = "sqlite";
+    rebuild_pass();
+}
+
+TEST(rebuild_is_one_transaction_postgres)
+{
+    driver = "postgres";
+    if (need_pg())
+        rebuild_pass();
+}
+
+/* ---- a record PHP storh rewrites is flushed (STORH_PHP_DIR) ---- */
+
+static const char php_put[] = "<?php\n"
+                              "require getenv('STORH_PHP_DIR') . '/vendor/autoload.php';\n"
+                              "[, $root, $id] = $argv;\n"
+                              "$s = new Storh\\DocPerFileStore($root, 'fl');\n"
+                              "$s->put(['slug' => 'php', 'v' => 7], $id);\n";
+
+TEST(flush_sees_php_writes)
+{
+    if (!getenv("STORH_PHP_DIR")) {
+        CHECK(!"STORH_PHP_DIR names the PHP storh checkout");
+        return;
+    }
+    driver = "sqlite";
+    docstore *ds = NULL;
+    const mirror_coll *c = NULL;
+    mirror *m = fl_setup(&ds, &c);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    char script[PATH_MAX], cmd[PATH_MAX * 3];
+    snprintf(script, sizeof script, "%s/put.php", root);
+    FILE *f = fopen(script, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(php_put, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "php '%s' '%s/sqlite-root' %s", script, root, F1);
+    CHECK_INT(system(cmd), 0);
+    storh_err err;
+    mirror_source src = {.ds = ds};
+    json_t *ids = json_pack("[ss]", F1, F2), *out;
+    CHECK_INT(mirror_flush(m, c, &src, ids, &out, &err), 0);
+    CHECK_INT(total(out, "upserted"), 2);
+    json_decref(out);
+    json_decref(ids);
+    char slug[64];
+    row_slug(m, F1, slug);
+    CHECK_STR(slug, "php");
+    CHECK_INT(scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'php'"), 7);
+    json_t *t = json_object();
+    CHECK_INT(mirror_push(m, c, &src, t, &err), 0);
+    CHECK_INT(total(t, "unchanged"), 2);
+    json_decref(t);
+    mirror_uninstall(m, c, NULL);
+    docstore_close(ds);
+    mirror_free(m);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(sqlite_mirror),
     TEST_ENTRY(postgres_mirror),
     TEST_ENTRY(bad_configs_are_refused),
+    TEST_ENTRY(flush_skips_current_rows_sqlite),
+    TEST_ENTRY(flush_skips_current_rows_postgres),
+    TEST_ENTRY(rebuild_is_one_transaction_sqlite),
+    TEST_ENTRY(rebuild_is_one_transaction_postgres),
 };
 
-TMPDIR_TEST_MAIN(root, tests)
+/* run only when named: registered with -DSTORH_PHP_DIR */
+static const test_case named[] = {
+    TEST_ENTRY(flush_sees_php_writes),
+};
+
+static int run_cases(int argc, char **argv);
+static int run_named(int argc, char **argv);
+TEST_MAIN_NAMED(run_cases, tests)
+TEST_MAIN_NAMED(run_named, named)
+
+int main(int argc, char **argv)
+{
+    if (!tmpdir_make(root))
+        return 2;
+    bool one = false;
+    for (size_t i = 0; argc > 1 && i < sizeof named / sizeof named[0]; i++)
+        one = one || !strcmp(argv[1], named[i].name);
+    int rc = one ? run_named(argc, argv) : run_cases(argc, argv);
+    tmpdir_remove(root);
+    return rc;
+}
