@@ -159,11 +159,16 @@ static void kills(bool at_fault_point)
     int n = env ? atoi(env) : 6;
     unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     printf("crash_docindex: %d kills, seed %u\n", n, seed);
+    /* each case on a root of its own: the cases also run one after the
+     * other in one process (scripts/memcheck.sh), and reuse unique values */
+    char croot[PATH_MAX];
+    snprintf(croot, sizeof croot, "%s/%s", root, at_fault_point ? "fault" : "random");
+    CHECK_INT(mkdir(croot, 0755), 0);
     for (int w = 0; w < WRITERS; w++) {
         ledgers[w] = (ledger){.w = w};
         ledgers[w].acked = malloc(MAX_ACKED * sizeof *ledgers[w].acked);
     }
-    CHECK_INT(daemon_start(&d, root, NULL), 0);
+    CHECK_INT(daemon_start(&d, croot, NULL), 0);
     CHECK_INT(client_json(d.base, "PUT", "/v1/docs/ix/_indexes",
                           "{\"fields\":[{\"field\":\"req\",\"unique\":true},{\"field\":\"kind\"},"
                           "{\"field\":\"w\"},{\"field\":\"n\",\"range\":true}]}",
@@ -178,7 +183,7 @@ static void kills(bool at_fault_point)
             snprintf(fault, sizeof fault, "docgroup.index.staged@%d", 2 + rand_r(&seed) % 20);
             setenv("STORH_FAULT", fault, 1);
         }
-        int rc = daemon_start(&d, root, modes[k % 3]);
+        int rc = daemon_start(&d, croot, modes[k % 3]);
         unsetenv("STORH_FAULT");
         CHECK_INT(rc, 0);
         if (rc)
@@ -206,9 +211,9 @@ static void kills(bool at_fault_point)
         atomic_store(&stop_writers, true);
         for (int w = 0; w < WRITERS; w++)
             pthread_join(ledgers[w].th, NULL);
-        CHECK_INT(daemon_start(&d, root, modes[(k + 1) % 3]), 0);
+        CHECK_INT(daemon_start(&d, croot, modes[(k + 1) % 3]), 0);
         char ixdir[PATH_MAX];
-        snprintf(ixdir, sizeof ixdir, "%s/ix/.storh/indexes", root);
+        snprintf(ixdir, sizeof ixdir, "%s/ix/.storh/indexes", croot);
         check_files(ixdir, &files);
         checked += check_acked();
         CHECK_INT(client_json(d.base, "POST", "/v1/docs/ix/_reindex", NULL, NULL), 200);
