@@ -163,6 +163,12 @@ const char *docstore_dir(const docstore *ds)
     return ds->dir;
 }
 
+bool docstore_exists(const docstore *ds)
+{
+    struct stat st;
+    return stat(ds->dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int docstore_set_cache(docstore *ds, int mode, size_t max_entries, size_t max_bytes, storh_err *err)
 {
     rcache *c = rcache_new((rcache_mode)mode, max_entries, max_bytes);
