@@ -39,6 +39,7 @@ struct auth {
     centry *ring;  /* FIFO eviction */
     size_t cap, head, count, bytes, max_bytes;
     unsigned long long hits, misses, evictions, failures;
+    EVP_MD *sha256; /* fetched once: EVP_sha256() makes every digest fetch it */
 };
 
 /* ---- keys ---- */
@@ -140,8 +141,9 @@ int auth_new(const auth_opts *o, auth **out, char *msg, size_t cap)
     a->max_bytes = o->cache_bytes ? o->cache_bytes : 1;
     a->ring = calloc(a->cap, sizeof *a->ring);
     a->cache = json_object();
-    int rc = 0;
-    if (o->pem_path) {
+    a->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+    int rc = a->sha256 ? 0 : (snprintf(msg, cap, "OpenSSL has no SHA-256"), -1);
+    if (!rc && o->pem_path) {
         EVP_PKEY *k = pem_key(o->pem_path, msg, cap);
         rc = k ? add_key(a, NULL, k) : -1;
     }
@@ -189,17 +191,18 @@ void auth_free(auth *a)
     json_decref(a->cache);
     free(a->issuer);
     free(a->audience);
+    EVP_MD_free(a->sha256);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }
 
 /* ---- cache ---- */
 
-static void digest_of(const char *token, char out[65])
+static void digest_of(const auth *a, const char *token, char out[65])
 {
     unsigned char d[32];
     unsigned int n = 0;
-    EVP_Digest(token, strlen(token), d, &n, EVP_sha256(), NULL);
+    EVP_Digest(token, strlen(token), d, &n, a->sha256, NULL);
     static const char hexdig[] = "0123456789abcdef";
     for (int i = 0; i < 32; i++) {
         out[2 * i] = hexdig[d[i] >> 4];
@@ -357,7 +360,7 @@ static int lookup(auth *a, const char *digest, long long now, bool count_miss, j
 int auth_verify_cached(auth *a, const char *token, json_t **claims, char *msg, size_t cap)
 {
     char digest[65];
-    digest_of(token, digest);
+    digest_of(a, token, digest);
     return lookup(a, digest, (long long)time(NULL), false, claims, msg, cap);
 }
 
@@ -365,7 +368,7 @@ int auth_verify(auth *a, const char *token, json_t **claims, char *msg, size_t c
 {
     long long now = (long long)time(NULL);
     char digest[65];
-    digest_of(token, digest);
+    digest_of(a, token, digest);
     int rc = lookup(a, digest, now, true, claims, msg, cap);
     if (rc <= 0)
         return rc;
