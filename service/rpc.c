@@ -260,7 +260,9 @@ static void cache_put(rpc *r, const char *key, const char *alias, const rpc_resu
 {
     if (alias && (!strcmp(alias, key) || json_object_get(r->index, alias)))
         alias = NULL;
-    size_t cost = ENTRY_OVERHEAD + strlen(key) + (alias ? strlen(alias) : 0) + res->len;
+    /* the keys twice: the entry's copies and the index's (jansson copies a
+     * key), so storhd_cache_bytes is what the cache holds */
+    size_t cost = ENTRY_OVERHEAD + 2 * (strlen(key) + (alias ? strlen(alias) : 0)) + res->len;
     if (cost > r->max_bytes)
         return;
     while (r->count && (r->count == r->cap || r->bytes + cost > r->max_bytes)) {
