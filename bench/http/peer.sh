@@ -72,11 +72,14 @@ rpc_get() { # PORT NAME: POST /rpc/page, its body into $work/NAME.json
 # one record under a fixed id, stored through the server, then read back
 rec_id=01a23c97-2312-7802-9be9-116d368f780b
 doc_get() { # PORT NAME
-  printf '{"id":"%s","data":{"title":"Trial record","n":1}}\n' "$rec_id" |
+  if ! printf '{"id":"%s","data":{"title":"Trial record","n":1}}\n' "$rec_id" |
     curl -sf -H "Authorization: Bearer $token" -H 'Content-Type: application/x-ndjson' \
-      --data-binary @- "http://127.0.0.1:$1/v1/docs/trial/_bulk" >/dev/null &&
-    curl -sf -H "Authorization: Bearer $token" "http://127.0.0.1:$1/v1/docs/trial/$rec_id" \
-      >"$work/$2.json" || { echo "peer.sh: $2 did not store and serve a record"; exit 1; }
+      --data-binary @- "http://127.0.0.1:$1/v1/docs/trial/_bulk" >/dev/null ||
+    ! curl -sf -H "Authorization: Bearer $token" "http://127.0.0.1:$1/v1/docs/trial/$rec_id" \
+      >"$work/$2.json"; then
+    echo "peer.sh: $2 did not store and serve a record"
+    exit 1
+  fi
 }
 same() { # A B
   cmp "$work/$1.json" "$work/$2.json" ||
