@@ -51,6 +51,22 @@ int http_reply_take(http_req *req, int status, const char *ctype, char *data, si
     return 0;
 }
 
+int http_reply_held(http_req *req, int status, const char *ctype, const char *data, size_t len,
+                    void (*release)(void *), void *cls)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)data, release, cls);
+    if (!r) {
+        release(cls);
+        return -1;
+    }
+    if (ctype)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    http_set_resp(req, status, r);
+    req->bytes_out = len;
+    return 0;
+}
+
 int http_reply_empty(http_req *req, int status)
 {
     return http_reply_bytes(req, status, NULL, "", 0);
