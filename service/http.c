@@ -46,9 +46,10 @@ struct http_req {
     atomic_int refs; /* the connection, plus a streamed response */
     void *state;
     void (*state_free)(void *);
-    json_t *claims;                 /* of the verified token, when auth is on */
-    bool encoded_slash;             /* the raw path held %2F: never a separator */
-    int (*deferred)(http_req *req); /* set by http_defer, run on the pool */
+    json_t *claims;                     /* of the verified token, when auth is on */
+    bool encoded_slash;                 /* the raw path held %2F: never a separator */
+    int (*deferred)(http_req *req);     /* set by http_defer, run on the pool */
+    void (*async_start)(http_req *req); /* set by http_async, run once suspended */
     bool suspended, parked;
     bool draining;           /* refused before its body: the body is read and dropped */
     bool verify_pending;     /* the token is not in the cache: verified on the pool */
@@ -322,6 +323,11 @@ static void http_defer(http_req *req, int (*fn)(http_req *req))
     req->deferred = fn;
 }
 
+void http_async(http_req *req, void (*start)(http_req *req))
+{
+    req->async_start = start;
+}
+
 void http_park(http_req *req)
 {
     req->parked = true;
@@ -388,6 +394,14 @@ static void dispatch(http_req *req)
  * pool produce it. */
 static enum MHD_Result finish(http_req *req)
 {
+    if (req->async_start && !req->failed && !req->resp) {
+        void (*start)(http_req *) = req->async_start;
+        req->async_start = NULL;
+        MHD_suspend_connection(req->conn);
+        req->suspended = true;
+        start(req);
+        return MHD_YES;
+    }
     if (req->deferred && !req->failed) {
         MHD_suspend_connection(req->conn);
         req->suspended = true;

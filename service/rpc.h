@@ -1,15 +1,14 @@
 /* rpc: the page RPC into PostgreSQL. An allow-list of function names (plain
- * identifiers, checked at start; the URL never reaches SQL), a pool of libpq
- * connections used from the worker pool (so the HTTP event loops never
- * wait), the JSON arguments and the token's claims always bound as
- * parameters, claims visible to SQL as request.jwt.claims (as PostgREST
- * does), and a response cache keyed by function, canonical arguments and
- * the claims that scope it, bounded by entries and bytes, with a TTL. A
- * lost server is 503 and every connection is re-established when it is back.
- * Every call is bounded: at most `queue` calls wait for a busy pool, each
- * at most queue_timeout_ms (then STORH_EUNAVAIL: 503), and a statement runs
- * at most timeout_ms (PostgreSQL's statement_timeout, and a client-side
- * deadline a little later that drops the connection: STORH_ETIMEOUT, 504). */
+ * identifiers, checked at start; the URL never reaches SQL), the calls into
+ * PostgreSQL through rpcpool (non-blocking connections on an I/O thread of
+ * their own: no thread waits for a round trip), the JSON arguments and the token's claims always
+ * bound as parameters, claims visible to SQL as request.jwt.claims (as PostgREST does), and a
+ * response cache keyed by function, canonical arguments and the claims that scope it, bounded by
+ * entries and bytes, with a TTL. A lost server is 503 and every connection is re-established when
+ * it is back. Every call is bounded: at most `queue` calls wait for a busy pool, each at most
+ * queue_timeout_ms (then STORH_EUNAVAIL: 503), and a statement runs at most timeout_ms
+ * (PostgreSQL's statement_timeout, and a client-side deadline a little later that drops the
+ * connection: STORH_ETIMEOUT, 504). */
 #ifndef STORHD_RPC_H
 #define STORHD_RPC_H
 
@@ -63,6 +62,12 @@ void rpc_key_free(rpc_key *k);
  * make one PostgreSQL call and share its answer. The caller frees
  * res->body. */
 int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err);
+/* rpc_call without waiting: done(arg, rc, err, res) runs once, with the
+ * answer (res->body then the callee's to free) or rc < 0 and err; on the
+ * PostgreSQL I/O thread, or on the caller's before rpc_start returns (a
+ * hit, a refusal). k may be freed once rpc_start returns. */
+typedef void (*rpc_done_fn)(void *arg, int rc, const storh_err *err, rpc_result *res);
+void rpc_start(rpc *r, const rpc_key *k, rpc_done_fn done, void *arg);
 /* The response cache alone, cheap enough for an event loop: true and *res
  * (cached set) on a fresh entry; false on a miss or with the cache off,
  * and then rpc_call decides. Never waits for PostgreSQL. */

@@ -1,0 +1,54 @@
+/* rpcpool: the page RPC's PostgreSQL connections, driven without blocking
+ * by one I/O thread that owns them all (libpq in non-blocking pipeline
+ * mode, their sockets in an epoll set). A caller hands a call over (a
+ * mutex-guarded inbox and an eventfd, written only when the thread is not
+ * already woken) and its callback runs on the I/O thread with the answer:
+ * no thread waits for a round trip. The pool is bounded: `size`
+ * connections (opened when calls need them, re-opened after a loss), at
+ * most `queue` calls waiting for one, each at most queue_timeout_ms
+ * (STORH_EUNAVAIL: 503), a statement at most timeout_ms (PostgreSQL's
+ * statement_timeout, set at connect, and a deadline a second later that
+ * drops the connection: STORH_ETIMEOUT, 504). */
+#ifndef STORHD_RPCPOOL_H
+#define STORHD_RPCPOOL_H
+
+#include <stddef.h>
+
+#include "storh_err.h"
+
+typedef struct rpcpool rpcpool;
+
+typedef struct rpcpool_opts {
+    const char *conninfo;
+    int size, timeout_ms, queue, queue_timeout_ms;
+    /* statement i (2 text parameters) is prepared as "rpc<i>" on first
+     * use on each connection; names[i] names it in messages */
+    const char *const *sql;
+    const char *const *names;
+    size_t nsql;
+} rpcpool_opts;
+
+int rpcpool_new(const rpcpool_opts *o, rpcpool **out, char *msg, size_t cap);
+/* Stops the I/O thread (calls still queued fail with STORH_EUNAVAIL) and
+ * closes the connections. */
+void rpcpool_free(rpcpool *p);
+
+/* The answer of a call: rc 0 and body (malloc'd, NUL-terminated, the
+ * callee's to free) holding the first column of the one row, or rc < 0
+ * with err. Runs on the I/O thread. */
+typedef void (*rpcpool_done)(void *arg, int rc, const storh_err *err, char *body, size_t len);
+/* Queues statement stmt with parameters p1 and p2 (copied). 0: done will
+ * run once, later; STORH_EUNAVAIL (err set, done never runs): saturated,
+ * `queue` calls wait already. */
+int rpcpool_submit(rpcpool *p, int stmt, const char *p1, const char *p2, rpcpool_done done,
+                   void *arg, storh_err *err);
+
+typedef struct rpcpool_stats {
+    unsigned long long waits;    /* calls that found every connection taken */
+    unsigned long long rejected; /* saturated: queue full or wait timed out */
+    unsigned long long timeouts; /* statements over the timeout */
+    int size, busy;
+} rpcpool_stats;
+void rpcpool_snapshot(rpcpool *p, rpcpool_stats *out);
+
+#endif
