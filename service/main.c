@@ -153,6 +153,7 @@ int main(int argc, char **argv)
     longpoll_stop();
     workpool_shutdown(svc.pool);
     workpool_shutdown(svc.side);
+    rpc_shutdown(svc.rpc); /* after the pool, whose RPC calls it answers */
     http_stop(srv);
     service_free(&svc);
     return 0;

@@ -148,6 +148,12 @@ int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap)
     return 0;
 }
 
+void rpc_shutdown(rpc *r)
+{
+    if (r)
+        rpcpool_shutdown(r->pool);
+}
+
 void rpc_free(rpc *r)
 {
     if (!r)

@@ -34,6 +34,10 @@ typedef struct rpc_opts {
 } rpc_opts;
 
 int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap);
+/* Answers the calls under way and stops the PostgreSQL I/O thread (before
+ * the HTTP server stops: it resumes their connections); later calls get
+ * 503. */
+void rpc_shutdown(rpc *r);
 void rpc_free(rpc *r);
 bool rpc_allowed(const rpc *r, const char *function);
 

@@ -432,12 +432,22 @@ static int next_wait_ms(rpcpool *p, double now)
     return ms <= 0 ? 0 : (int)ms + 1;
 }
 
+/* Whether calls are still to answer (at a stop, the thread runs until
+ * none is: each is bounded by its deadlines). */
+static bool has_calls(const rpcpool *p)
+{
+    for (int i = 0; i < p->size; i++)
+        if (p->c[i].st == C_BUSY)
+            return true;
+    return p->q_head != NULL;
+}
+
 static void *io_main(void *arg)
 {
     rpcpool *p = arg;
     struct epoll_event ev[64];
     bool stopping = false;
-    while (!stopping) {
+    while (!stopping || has_calls(p)) {
         int n = epoll_wait(p->ep, ev, 64, next_wait_ms(p, now_s()));
         for (int i = 0; i < n; i++) {
             pconn *c = ev[i].data.ptr;
@@ -465,8 +475,7 @@ static void *io_main(void *arg)
             in = next;
         }
         expire(p, now_s());
-        if (!stopping)
-            dispatch(p);
+        dispatch(p);
     }
     for (int i = 0; i < p->size; i++)
         if (p->c[i].st == C_BUSY)
@@ -549,17 +558,23 @@ static void wake(rpcpool *p)
     (void)n; /* a full counter still wakes the thread */
 }
 
+void rpcpool_shutdown(rpcpool *p)
+{
+    if (!p || !p->started)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = true;
+    pthread_mutex_unlock(&p->mu);
+    wake(p);
+    pthread_join(p->th, NULL);
+    p->started = false;
+}
+
 void rpcpool_free(rpcpool *p)
 {
     if (!p)
         return;
-    if (p->started) {
-        pthread_mutex_lock(&p->mu);
-        p->stopping = true;
-        pthread_mutex_unlock(&p->mu);
-        wake(p);
-        pthread_join(p->th, NULL);
-    }
+    rpcpool_shutdown(p);
     for (int i = 0; p->c && i < p->size; i++)
         conn_close(p, &p->c[i]);
     if (p->ep >= 0)

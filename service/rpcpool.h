@@ -29,8 +29,10 @@ typedef struct rpcpool_opts {
 } rpcpool_opts;
 
 int rpcpool_new(const rpcpool_opts *o, rpcpool **out, char *msg, size_t cap);
-/* Stops the I/O thread (calls still queued fail with STORH_EUNAVAIL) and
- * closes the connections. */
+/* Refuses new calls, answers those under way (each bounded by its
+ * timeouts) and stops the I/O thread. */
+void rpcpool_shutdown(rpcpool *p);
+/* Shuts down if needed, then closes the connections. */
 void rpcpool_free(rpcpool *p);
 
 /* The answer of a call: rc 0 and body (malloc'd, NUL-terminated, the
