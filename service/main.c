@@ -79,7 +79,8 @@ int main(int argc, char **argv)
                        svc.cfg.rpc_scope_claims,
                        svc.cfg.rpc_timeout,
                        svc.cfg.rpc_queue,
-                       svc.cfg.rpc_queue_timeout};
+                       svc.cfg.rpc_queue_timeout,
+                       svc.cfg.threads <= 1};
         char rmsg[256];
         if (rpc_new(&ro, &svc.rpc, rmsg, sizeof rmsg) != 0) {
             fprintf(stderr, "storhd: %s\n", rmsg);

@@ -136,7 +136,8 @@ int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap)
                        o->queue_timeout_ms,
                        (const char *const *)sql,
                        (const char *const *)r->fn,
-                       r->nfn};
+                       r->nfn,
+                       o->on_loop};
     int rc = ok ? rpcpool_new(&po, &r->pool, msg, cap) : (snprintf(msg, cap, "Out of memory."), -1);
     for (size_t i = 0; i < r->nfn; i++)
         free(sql[i]);
@@ -146,6 +147,26 @@ int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap)
     }
     *out = r;
     return 0;
+}
+
+void rpc_loop_attach(rpc *r)
+{
+    rpcpool_attach(r->pool);
+}
+
+int rpc_loop_fd(const rpc *r)
+{
+    return rpcpool_fd(r->pool);
+}
+
+void rpc_loop_run(rpc *r)
+{
+    rpcpool_run(r->pool);
+}
+
+int rpc_loop_wait_ms(rpc *r)
+{
+    return rpcpool_wait_ms(r->pool);
 }
 
 void rpc_shutdown(rpc *r)

@@ -31,6 +31,9 @@ typedef struct rpc_opts {
     int timeout_ms;           /* statement timeout (default 5000) */
     int queue;                /* calls that may wait for a connection */
     int queue_timeout_ms;     /* how long one waits (default 1000) */
+    /* the HTTP server runs one event-loop thread, which then drives the
+     * PostgreSQL connections too (rpc_loop_*): no I/O thread of their own */
+    bool on_loop;
 } rpc_opts;
 
 int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap);
@@ -93,6 +96,13 @@ typedef struct rpc_stats {
     unsigned long long timeouts;  /* statements over the timeout */
 } rpc_stats;
 void rpc_snapshot(rpc *r, rpc_stats *out);
+/* With on_loop, for the HTTP event-loop thread: attach once from it, then
+ * watch fd (-1 without on_loop), run when it is readable or wait_ms (-1:
+ * no deadline) has passed; run never blocks. */
+void rpc_loop_attach(rpc *r);
+int rpc_loop_fd(const rpc *r);
+void rpc_loop_run(rpc *r);
+int rpc_loop_wait_ms(rpc *r);
 /* Whether the server accepts connections (libpq's ping: no login, a
  * 2 s connect timeout); blocks, so call it off the event loops. */
 bool rpc_reachable(const rpc *r);

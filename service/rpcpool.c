@@ -65,7 +65,10 @@ struct rpcpool {
     pconn *c;
     int ep, efd;
     pthread_t th;
-    bool started;
+    bool started;  /* its own I/O thread runs */
+    bool external; /* driven by the HTTP loop thread (rpcpool_run) */
+    bool drained;  /* external, stopping: no call is left */
+    pthread_cond_t drained_cv;
     pthread_mutex_t mu; /* the inbox and the counters */
     pcall *in_head, *in_tail;
     bool signalled, stopping;
@@ -442,47 +445,91 @@ static bool has_calls(const rpcpool *p)
     return p->q_head != NULL;
 }
 
+/* One turn of the I/O loop after epoll reported n events; false once
+ * stopping with no call left. */
+static bool io_turn(rpcpool *p, const struct epoll_event *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        pconn *c = ev[i].data.ptr;
+        if (!c) {
+            uint64_t v;
+            ssize_t got = read(p->efd, &v, sizeof v);
+            (void)got;
+        } else if (c->st == C_CONNECTING) {
+            conn_connect(p, c);
+        } else if (c->st == C_READY) {
+            conn_idle(p, c);
+        } else if (c->st == C_BUSY) {
+            call_read(p, c, ev[i].events);
+        }
+    }
+    pthread_mutex_lock(&p->mu);
+    pcall *in = p->in_head;
+    p->in_head = p->in_tail = NULL;
+    p->signalled = false;
+    bool stopping = p->stopping;
+    pthread_mutex_unlock(&p->mu);
+    while (in) {
+        pcall *next = in->next;
+        q_push(p, in, false);
+        in = next;
+    }
+    expire(p, now_s());
+    dispatch(p);
+    return !stopping || has_calls(p);
+}
+
+static void fail_all(rpcpool *p)
+{
+    for (int i = 0; i < p->size; i++)
+        if (p->c[i].st == C_BUSY) {
+            q_push(p, p->c[i].call, false);
+            conn_close(p, &p->c[i]);
+        }
+    for (pcall *k; (k = q_pop(p));)
+        fail(p, k, STORH_EUNAVAIL, "The service is shutting down.");
+}
+
 static void *io_main(void *arg)
 {
     rpcpool *p = arg;
     struct epoll_event ev[64];
-    bool stopping = false;
-    while (!stopping || has_calls(p)) {
-        int n = epoll_wait(p->ep, ev, 64, next_wait_ms(p, now_s()));
-        for (int i = 0; i < n; i++) {
-            pconn *c = ev[i].data.ptr;
-            if (!c) {
-                uint64_t v;
-                ssize_t got = read(p->efd, &v, sizeof v);
-                (void)got;
-            } else if (c->st == C_CONNECTING) {
-                conn_connect(p, c);
-            } else if (c->st == C_READY) {
-                conn_idle(p, c);
-            } else if (c->st == C_BUSY) {
-                call_read(p, c, ev[i].events);
-            }
-        }
-        pthread_mutex_lock(&p->mu);
-        pcall *in = p->in_head;
-        p->in_head = p->in_tail = NULL;
-        p->signalled = false;
-        stopping = p->stopping;
-        pthread_mutex_unlock(&p->mu);
-        while (in) {
-            pcall *next = in->next;
-            q_push(p, in, false);
-            in = next;
-        }
-        expire(p, now_s());
-        dispatch(p);
-    }
-    for (int i = 0; i < p->size; i++)
-        if (p->c[i].st == C_BUSY)
-            q_push(p, p->c[i].call, false);
-    for (pcall *k; (k = q_pop(p));)
-        fail(p, k, STORH_EUNAVAIL, "The service is shutting down.");
+    int n = 0;
+    while (io_turn(p, ev, n))
+        n = epoll_wait(p->ep, ev, 64, next_wait_ms(p, now_s()));
+    fail_all(p);
     return NULL;
+}
+
+/* The pool the calling thread drives (rpcpool_attach): a call it submits
+ * is sent at once, with no wake-up. */
+static _Thread_local rpcpool *driving;
+
+void rpcpool_attach(rpcpool *p)
+{
+    driving = p;
+}
+
+int rpcpool_fd(const rpcpool *p)
+{
+    return p->external ? p->ep : -1;
+}
+
+int rpcpool_wait_ms(rpcpool *p)
+{
+    return next_wait_ms(p, now_s());
+}
+
+void rpcpool_run(rpcpool *p)
+{
+    struct epoll_event ev[64];
+    int n = epoll_wait(p->ep, ev, 64, 0);
+    if (!io_turn(p, ev, n < 0 ? 0 : n)) {
+        pthread_mutex_lock(&p->mu);
+        p->drained = true;
+        pthread_cond_broadcast(&p->drained_cv);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 /* ---- the API ---- */
@@ -514,7 +561,9 @@ int rpcpool_new(const rpcpool_opts *o, rpcpool **out, char *msg, size_t cap)
     if (!p)
         return snprintf(msg, cap, "Out of memory."), -1;
     pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->drained_cv, NULL);
     p->ep = p->efd = -1;
+    p->external = o->external;
     p->size = o->size > 0 ? o->size : 8;
     p->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 5000;
     p->queue = o->queue >= 0 ? o->queue : 0;
@@ -541,12 +590,13 @@ int rpcpool_new(const rpcpool_opts *o, rpcpool **out, char *msg, size_t cap)
     p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     if (p->ep < 0 || p->efd < 0 || epoll_ctl(p->ep, EPOLL_CTL_ADD, p->efd, &ev) != 0 ||
-        pthread_create(&p->th, NULL, io_main, p) != 0) {
+        (!p->external && pthread_create(&p->th, NULL, io_main, p) != 0)) {
         snprintf(msg, cap, "Could not start the PostgreSQL I/O thread: %s", strerror(errno));
+        p->external = true; /* nothing to join */
         rpcpool_free(p);
         return -1;
     }
-    p->started = true;
+    p->started = !p->external;
     *out = p;
     return 0;
 }
@@ -560,11 +610,21 @@ static void wake(rpcpool *p)
 
 void rpcpool_shutdown(rpcpool *p)
 {
-    if (!p || !p->started)
+    if (!p)
         return;
     pthread_mutex_lock(&p->mu);
+    bool was = p->stopping;
     p->stopping = true;
     pthread_mutex_unlock(&p->mu);
+    if (p->external && !was) { /* the HTTP loop answers what is under way */
+        wake(p);
+        pthread_mutex_lock(&p->mu);
+        while (!p->drained)
+            pthread_cond_wait(&p->drained_cv, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
+    if (!p->started)
+        return;
     wake(p);
     pthread_join(p->th, NULL);
     p->started = false;
@@ -574,7 +634,10 @@ void rpcpool_free(rpcpool *p)
 {
     if (!p)
         return;
-    rpcpool_shutdown(p);
+    if (p->started || !p->external)
+        rpcpool_shutdown(p);
+    if (p->c)
+        fail_all(p); /* external, never shut down: no loop answers them now */
     for (int i = 0; p->c && i < p->size; i++)
         conn_close(p, &p->c[i]);
     if (p->ep >= 0)
@@ -591,6 +654,7 @@ void rpcpool_free(rpcpool *p)
     free(p->conninfo);
     free(p->options);
     free(p->ct);
+    pthread_cond_destroy(&p->drained_cv);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }
@@ -629,10 +693,12 @@ int rpcpool_submit(rpcpool *p, int stmt, const char *p1, const char *p2, rpcpool
     else
         p->in_head = k;
     p->in_tail = k;
-    bool signal = !p->signalled;
-    p->signalled = true;
+    bool signal = !p->signalled && driving != p;
+    p->signalled |= signal;
     pthread_mutex_unlock(&p->mu);
-    if (signal)
+    if (driving == p) /* the loop thread that drives the pool: send it now */
+        io_turn(p, NULL, 0);
+    else if (signal)
         wake(p);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* rpcpool: the page RPC's PostgreSQL connections, driven without blocking
  * by one I/O thread that owns them all (libpq in non-blocking pipeline
- * mode, their sockets in an epoll set). A caller hands a call over (a
+ * mode, their sockets in an epoll set): a thread of its own, or the HTTP
+ * server's event loop when that is a single thread (external). A caller hands a call over (a
  * mutex-guarded inbox and an eventfd, written only when the thread is not
  * already woken) and its callback runs on the I/O thread with the answer:
  * no thread waits for a round trip. The pool is bounded: `size`
@@ -12,6 +13,7 @@
 #ifndef STORHD_RPCPOOL_H
 #define STORHD_RPCPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "storh_err.h"
@@ -26,6 +28,10 @@ typedef struct rpcpool_opts {
     const char *const *sql;
     const char *const *names;
     size_t nsql;
+    /* no I/O thread: the one HTTP event-loop thread drives the pool
+     * (rpcpool_attach, then rpcpool_run whenever rpcpool_fd is readable or
+     * rpcpool_wait_ms has passed), so a miss costs no thread switch */
+    bool external;
 } rpcpool_opts;
 
 int rpcpool_new(const rpcpool_opts *o, rpcpool **out, char *msg, size_t cap);
@@ -44,6 +50,15 @@ typedef void (*rpcpool_done)(void *arg, int rc, const storh_err *err, char *body
  * `queue` calls wait already. */
 int rpcpool_submit(rpcpool *p, int stmt, const char *p1, const char *p2, rpcpool_done done,
                    void *arg, storh_err *err);
+
+/* External mode: the driving thread says so once, before it runs the pool
+ * (its own submits are then sent at once); fd is an epoll set to watch
+ * for input; run never blocks; wait_ms is how long the loop may sleep (-1:
+ * until fd is readable). */
+void rpcpool_attach(rpcpool *p);
+int rpcpool_fd(const rpcpool *p);
+void rpcpool_run(rpcpool *p);
+int rpcpool_wait_ms(rpcpool *p);
 
 typedef struct rpcpool_stats {
     unsigned long long waits;    /* calls that found every connection taken */

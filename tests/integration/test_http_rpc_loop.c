@@ -459,6 +459,10 @@ int main(int argc, char **argv)
     workers = argc > 1 && !strcmp(argv[1], "hit_while_pool_blocked") ? 2 : 32;
     char wbuf[16];
     snprintf(wbuf, sizeof wbuf, "%d", workers);
+    /* one HTTP loop thread, which then drives PostgreSQL itself; ctest runs
+     * the cases again with two (MHD's thread pool, and the RPC's own I/O
+     * thread): STORHD_RPC_TEST_THREADS */
+    const char *threads = getenv("STORHD_RPC_TEST_THREADS");
     const char *extra[24] = {"--rpc-conninfo",
                              pg,
                              "--rpc-functions",
@@ -471,6 +475,8 @@ int main(int argc, char **argv)
                              "storhd",
                              "--workers",
                              wbuf,
+                             "--threads",
+                             threads ? threads : "1",
                              NULL};
     size_t n = 0;
     while (extra[n])
