@@ -1,9 +1,7 @@
 #include "http.h"
 
 #include <arpa/inet.h>
-#include <limits.h>
 #include <microhttpd.h>
-#include <pthread.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -12,8 +10,6 @@
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +17,7 @@
 #include "apierr.h"
 #include "auth.h"
 #include "budget.h"
+#include "evloop.h"
 #include "metrics.h"
 #include "rpc.h"
 #include "sjson.h"
@@ -28,12 +25,11 @@
 struct http_server {
     struct MHD_Daemon *d;
     service *svc;
-    /* one event-loop thread of ours that drives MHD (external epoll mode)
-     * and the RPC's PostgreSQL connections, when the server runs one loop
-     * and the page RPC is configured: a miss then costs no thread switch */
+    /* MHD in external epoll mode driven by an evloop (with the RPC's
+     * PostgreSQL connections), when the server runs one loop and the page
+     * RPC is configured: a miss then costs no thread switch */
     bool own_loop;
-    pthread_t loop;
-    int ep, stop_fd;
+    evloop *loop;
 };
 
 struct http_req {
@@ -344,21 +340,10 @@ void http_park(http_req *req)
     req->parked = true;
 }
 
-/* With own_loop (MHD in external mode), a resume from another thread does
- * not wake the loop by itself (MHD's documented contract: MHD_run must
- * follow), so it writes this eventfd; the loop thread needs not. */
-static int loop_wake_fd = -1;
-static _Thread_local bool on_own_loop, resumed_on_loop;
-
 void http_complete(http_req *req)
 {
     MHD_resume_connection(req->conn);
-    resumed_on_loop = on_own_loop; /* the loop runs MHD again before it sleeps */
-    if (loop_wake_fd >= 0 && !on_own_loop) {
-        uint64_t one = 1;
-        ssize_t n = write(loop_wake_fd, &one, sizeof one);
-        (void)n; /* a full counter still wakes the loop */
-    }
+    evloop_resumed();
 }
 
 static void run_deferred(void *p)
@@ -798,77 +783,6 @@ static size_t unescape_no_nul(void *cls, struct MHD_Connection *c, char *s)
     return n;
 }
 
-enum { LOOP_MHD = 1, LOOP_RPC, LOOP_STOP, LOOP_WAKE };
-
-/* The one event loop when own_loop: MHD's epoll set, the RPC pool's and a
- * stop eventfd in one epoll set; each is run when it has input or its
- * deadline passed. PostgreSQL answers resume connections, which MHD_run
- * then serves in the same turn. */
-static void *loop_main(void *arg)
-{
-    http_server *s = arg;
-    rpc *r = s->svc->rpc;
-    rpc_loop_attach(r);
-    on_own_loop = true;
-    MHD_run(s->d); /* MHD puts its listening socket in its set on a first run */
-    for (;;) {
-        MHD_UNSIGNED_LONG_LONG to;
-        int ms = MHD_get_timeout(s->d, &to) == MHD_YES ? (to > INT_MAX ? INT_MAX : (int)to) : -1;
-        int pm = rpc_loop_wait_ms(r);
-        if (pm >= 0 && (ms < 0 || pm < ms))
-            ms = pm;
-        struct epoll_event ev[4];
-        int n = epoll_wait(s->ep, ev, 4, ms);
-        bool mhd = n == 0, pg = n == 0;
-        for (int i = 0; i < n; i++) {
-            if (ev[i].data.u32 == LOOP_STOP)
-                return NULL;
-            if (ev[i].data.u32 == LOOP_WAKE) {
-                uint64_t v;
-                ssize_t got = read(loop_wake_fd, &v, sizeof v);
-                (void)got;
-            }
-            mhd |= ev[i].data.u32 == LOOP_MHD || ev[i].data.u32 == LOOP_WAKE;
-            pg |= ev[i].data.u32 == LOOP_RPC;
-        }
-        if (pg)
-            rpc_loop_run(r);
-        if (mhd || pg || resumed_on_loop)
-            do {
-                resumed_on_loop = false;
-                MHD_run(s->d);
-            } while (resumed_on_loop);
-    }
-}
-
-static int loop_start(http_server *s)
-{
-    const union MHD_DaemonInfo *mi = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_EPOLL_FD);
-    s->ep = epoll_create1(EPOLL_CLOEXEC);
-    s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    loop_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (!mi || s->ep < 0 || s->stop_fd < 0 || loop_wake_fd < 0)
-        return -1;
-    const int fds[4] = {mi->epoll_fd, rpc_loop_fd(s->svc->rpc), s->stop_fd, loop_wake_fd};
-    for (int i = 0; i < 4; i++) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)(LOOP_MHD + i)};
-        if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fds[i], &ev) != 0)
-            return -1;
-    }
-    return pthread_create(&s->loop, NULL, loop_main, s) == 0 ? 0 : -1;
-}
-
-static void loop_close(http_server *s)
-{
-    if (s->ep >= 0)
-        close(s->ep);
-    if (s->stop_fd >= 0)
-        close(s->stop_fd);
-    if (loop_wake_fd >= 0)
-        close(loop_wake_fd);
-    loop_wake_fd = -1;
-}
-
 int http_start(service *svc, http_server **out, char *msg, size_t cap)
 {
     struct sockaddr_storage ss;
@@ -897,7 +811,6 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
         return -1;
     }
     s->svc = svc;
-    s->ep = s->stop_fd = -1;
     s->own_loop = svc->cfg.threads <= 1 && svc->rpc && rpc_loop_fd(svc->rpc) >= 0;
     if (s->own_loop)
         flags = (flags & ~(unsigned)MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_USE_EPOLL;
@@ -922,9 +835,8 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
         free(s);
         return -1;
     }
-    if (s->own_loop && loop_start(s) != 0) {
+    if (s->own_loop && evloop_start(s->d, svc->rpc, &s->loop) != 0) {
         snprintf(msg, cap, "could not start the event loop: %s", strerror(errno));
-        loop_close(s);
         MHD_stop_daemon(s->d);
         free(s);
         return -1;
@@ -937,14 +849,8 @@ void http_stop(http_server *s)
 {
     if (!s)
         return;
-    if (s->own_loop) {
-        uint64_t one = 1;
-        ssize_t n = write(s->stop_fd, &one, sizeof one);
-        (void)n;
-        pthread_join(s->loop, NULL);
-    }
+    evloop_stop(s->loop); /* first: it runs the daemon */
     MHD_stop_daemon(s->d);
-    loop_close(s);
     free(s);
 }
 
