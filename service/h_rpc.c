@@ -82,7 +82,8 @@ static void answer(http_req *req, int rc, const storh_err *err, rpc_result *res)
         http_header_add(req, "Retry-After", "1");
 }
 
-/* On the PostgreSQL I/O thread (or the loop, when refused at once). */
+/* On the thread that drives the PostgreSQL connections (or the caller's,
+ * when refused at once). */
 static void answered(void *arg, int rc, const storh_err *err, rpc_result *res)
 {
     http_req *req = arg;

@@ -1,14 +1,17 @@
 /* rpc: the page RPC into PostgreSQL. An allow-list of function names (plain
  * identifiers, checked at start; the URL never reaches SQL), the calls into
- * PostgreSQL through rpcpool (non-blocking connections on an I/O thread of
- * their own: no thread waits for a round trip), the JSON arguments and the token's claims always
- * bound as parameters, claims visible to SQL as request.jwt.claims (as PostgREST does), and a
- * response cache keyed by function, canonical arguments and the claims that scope it, bounded by
- * entries and bytes, with a TTL. A lost server is 503 and every connection is re-established when
- * it is back. Every call is bounded: at most `queue` calls wait for a busy pool, each at most
- * queue_timeout_ms (then STORH_EUNAVAIL: 503), and a statement runs at most timeout_ms
- * (PostgreSQL's statement_timeout, and a client-side deadline a little later that drops the
- * connection: STORH_ETIMEOUT, 504). */
+ * PostgreSQL through rpcpool (non-blocking connections driven by the HTTP
+ * loop thread, or by an I/O thread of their own when the server runs
+ * several loops: no thread waits for a round trip), the JSON arguments and
+ * the token's claims always bound as parameters, claims visible to SQL as
+ * request.jwt.claims (as PostgREST does), and a response cache keyed by
+ * function, canonical arguments and the claims that scope it, bounded by
+ * entries and bytes, with a TTL. A lost server is 503 and every connection
+ * is re-established when it is back. Every call is bounded: at most `queue`
+ * calls wait for a busy pool, each at most queue_timeout_ms (then
+ * STORH_EUNAVAIL: 503), and a statement runs at most timeout_ms
+ * (PostgreSQL's statement_timeout, and a client-side deadline a little
+ * later that drops the connection: STORH_ETIMEOUT, 504). */
 #ifndef STORHD_RPC_H
 #define STORHD_RPC_H
 
@@ -37,7 +40,7 @@ typedef struct rpc_opts {
 } rpc_opts;
 
 int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap);
-/* Answers the calls under way and stops the PostgreSQL I/O thread (before
+/* Answers the calls under way and stops the PostgreSQL I/O (before
  * the HTTP server stops: it resumes their connections); later calls get
  * 503. */
 void rpc_shutdown(rpc *r);
@@ -71,8 +74,8 @@ void rpc_key_free(rpc_key *k);
 int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err);
 /* rpc_call without waiting: done(arg, rc, err, res) runs once, with the
  * answer (res->body then the callee's to free) or rc < 0 and err; on the
- * PostgreSQL I/O thread, or on the caller's before rpc_start returns (a
- * hit, a refusal). k may be freed once rpc_start returns. */
+ * thread that drives the connections, or on the caller's before rpc_start
+ * returns (a hit, a refusal). k may be freed once rpc_start returns. */
 typedef void (*rpc_done_fn)(void *arg, int rc, const storh_err *err, rpc_result *res);
 void rpc_start(rpc *r, const rpc_key *k, rpc_done_fn done, void *arg);
 /* The response cache alone, cheap enough for an event loop: true and *res

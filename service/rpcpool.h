@@ -1,15 +1,16 @@
 /* rpcpool: the page RPC's PostgreSQL connections, driven without blocking
- * by one I/O thread that owns them all (libpq in non-blocking pipeline
- * mode, their sockets in an epoll set): a thread of its own, or the HTTP
- * server's event loop when that is a single thread (external). A caller hands a call over (a
- * mutex-guarded inbox and an eventfd, written only when the thread is not
- * already woken) and its callback runs on the I/O thread with the answer:
- * no thread waits for a round trip. The pool is bounded: `size`
- * connections (opened when calls need them, re-opened after a loss), at
- * most `queue` calls waiting for one, each at most queue_timeout_ms
- * (STORH_EUNAVAIL: 503), a statement at most timeout_ms (PostgreSQL's
- * statement_timeout, set at connect, and a deadline a second later that
- * drops the connection: STORH_ETIMEOUT, 504). */
+ * by one thread that owns them all (libpq in non-blocking pipeline mode,
+ * their sockets in an epoll set): an I/O thread of its own, or the HTTP
+ * server's event loop when that is a single thread (external). Another
+ * thread hands a call over through a mutex-guarded inbox and an eventfd
+ * (written only when the owner is not already woken; the owner itself
+ * sends at once), and the callback runs on the owner with the answer: no
+ * thread waits for a round trip. The pool is bounded: `size` connections
+ * (opened when calls need them, re-opened after a loss), at most `queue`
+ * calls waiting for one, each at most queue_timeout_ms (STORH_EUNAVAIL:
+ * 503), a statement at most timeout_ms (PostgreSQL's statement_timeout,
+ * set at connect, and a deadline a second later that drops the
+ * connection: STORH_ETIMEOUT, 504). */
 #ifndef STORHD_RPCPOOL_H
 #define STORHD_RPCPOOL_H
 
@@ -43,7 +44,7 @@ void rpcpool_free(rpcpool *p);
 
 /* The answer of a call: rc 0 and body (malloc'd, NUL-terminated, the
  * callee's to free) holding the first column of the one row, or rc < 0
- * with err. Runs on the I/O thread. */
+ * with err. Runs on the thread that owns the connections. */
 typedef void (*rpcpool_done)(void *arg, int rc, const storh_err *err, char *body, size_t len);
 /* Queues statement stmt with parameters p1 and p2 (copied). 0: done will
  * run once, later; STORH_EUNAVAIL (err set, done never runs): saturated,
