@@ -76,6 +76,34 @@ static rpc_key *key_of(http_req *req)
     return k;
 }
 
+/* The reply to a call's outcome. Takes res->body. */
+static void answer(http_req *req, int rc, const storh_err *err, rpc_result *res)
+{
+    if (!rc) {
+        reply(req, res);
+        return;
+    }
+    http_reply_storh(req, err);
+    if (err->code == STORH_EUNAVAIL) /* saturated, or PostgreSQL away */
+        http_header_add(req, "Retry-After", "1");
+}
+
+/* On the thread that drives the PostgreSQL connections (or the caller's,
+ * when refused at once). */
+static void answered(void *arg, int rc, const storh_err *err, rpc_result *res)
+{
+    http_req *req = arg;
+    answer(req, rc, err, res);
+    http_complete(req);
+}
+
+/* On the loop, the connection suspended: the miss goes to PostgreSQL and
+ * no thread waits for it. */
+static void start_call(http_req *req)
+{
+    rpc_start(http_service(req)->rpc, http_state(req), answered, req);
+}
+
 int h_rpc_hit(http_req *req)
 {
     if (!callable(req))
@@ -88,7 +116,10 @@ int h_rpc_hit(http_req *req)
     rpc_key *k = key_of(req);
     if (!k)
         return 0;
-    return rpc_cached(http_service(req)->rpc, k, &res) ? reply(req, &res) : 1;
+    if (rpc_cached(http_service(req)->rpc, k, &res))
+        return reply(req, &res);
+    http_async(req, start_call);
+    return 0;
 }
 
 int h_rpc(http_req *req)
@@ -100,11 +131,7 @@ int h_rpc(http_req *req)
         return 0;
     rpc_result res = {0};
     storh_err err;
-    if (rpc_call(http_service(req)->rpc, k, &res, &err)) {
-        http_reply_storh(req, &err);
-        if (err.code == STORH_EUNAVAIL) /* saturated, or PostgreSQL away */
-            http_header_add(req, "Retry-After", "1");
-        return 0;
-    }
-    return reply(req, &res);
+    int rc = rpc_call(http_service(req)->rpc, k, &res, &err);
+    answer(req, rc, &err, &res);
+    return 0;
 }

@@ -37,6 +37,9 @@
  *   DEFERRED -> POOL     finish: MHD_suspend_connection, then http_requeue
  *   POOL -> PARKED       http_park (longpoll_park) from the pool handler
  *   PARKED -> POOL       http_requeue (a kick or the deadline) runs it again
+ *   BODY -> ASYNC        a loop handler started async work (http_async: a page
+ *                        RPC miss); finish suspends the connection and starts
+ *                        it; ASYNC -> REPLIED as POOL does, on http_complete
  *   POOL -> REPLIED      run_deferred -> http_complete resumes the connection;
  *                        on_access -> send_reply
  *   FAILED, DRAINING -> REPLIED   end of the body: finish -> send_reply
@@ -68,12 +71,19 @@
 #include "accesslog.h"
 #include "apierr.h"
 #include "auth.h"
+#include "evloop.h"
 #include "http_int.h"
 #include "metrics.h"
+#include "rpc.h"
 
 struct http_server {
     struct MHD_Daemon *d;
     service *svc;
+    /* MHD in external epoll mode driven by an evloop (with the RPC's
+     * PostgreSQL connections), when the server runs one loop and the page
+     * RPC is configured: a miss then costs no thread switch */
+    bool own_loop;
+    evloop *loop;
 };
 
 static uint64_t now_us(void)
@@ -151,9 +161,19 @@ void http_park(http_req *req)
     parked_here = req;
 }
 
+/* BODY -> ASYNC: after the loop handler returns, the connection is
+ * suspended and start(req) runs; whoever answers calls http_complete. */
+void http_async(http_req *req, void (*start)(http_req *req))
+{
+    req->async_start = start;
+    if (!failed(req))
+        req->life = HTTP_ASYNC;
+}
+
 void http_complete(http_req *req)
 {
     MHD_resume_connection(req->conn);
+    evloop_resumed();
 }
 
 static void run_deferred(void *p)
@@ -214,6 +234,13 @@ static void dispatch(http_req *req)
  * pool produce it. */
 static enum MHD_Result finish(http_req *req)
 {
+    if (req->life == HTTP_ASYNC && !req->resp) {
+        void (*start)(http_req *) = req->async_start;
+        req->async_start = NULL;
+        MHD_suspend_connection(req->conn);
+        start(req);
+        return MHD_YES;
+    }
     if (req->life == HTTP_DEFERRED) {
         MHD_suspend_connection(req->conn);
         http_requeue(req, req->deferred);
@@ -425,7 +452,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         return MHD_YES;
     }
-    if (req->life == HTTP_POOL || req->life == HTTP_PARKED) /* resumed: the pool replied */
+    if (req->life == HTTP_POOL || req->life == HTTP_PARKED ||
+        req->life == HTTP_ASYNC) /* resumed: the pool or the async work replied */
         return send_reply(req);
     if (*upload_size) {
         size_t n = *upload_size;
@@ -529,6 +557,9 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
         return -1;
     }
     s->svc = svc;
+    s->own_loop = svc->cfg.threads <= 1 && svc->rpc && rpc_loop_fd(svc->rpc) >= 0;
+    if (s->own_loop)
+        flags = (flags & ~(unsigned)MHD_USE_EPOLL_INTERNAL_THREAD) | MHD_USE_EPOLL;
     /* a pool of one is no pool: MHD then runs a single internal event loop */
     struct MHD_OptionItem pool[] = {
         {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)svc->cfg.threads, NULL},
@@ -551,6 +582,12 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
         free(s);
         return -1;
     }
+    if (s->own_loop && evloop_start(s->d, svc->rpc, &s->loop) != 0) {
+        snprintf(msg, cap, "could not start the event loop: %s", strerror(errno));
+        MHD_stop_daemon(s->d);
+        free(s);
+        return -1;
+    }
     *out = s;
     return 0;
 }
@@ -559,6 +596,7 @@ void http_stop(http_server *s)
 {
     if (!s)
         return;
+    evloop_stop(s->loop); /* first: it runs the daemon */
     MHD_stop_daemon(s->d);
     free(s);
 }

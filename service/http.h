@@ -84,6 +84,11 @@ int http_reply_stream(http_req *req, int status, const char *ctype, http_fill_fn
  * thread calls http_complete(req) once it has replied (long polls). */
 void http_park(http_req *req);
 void http_complete(http_req *req);
+/* From a handler on the loop: the reply comes later from another thread,
+ * which calls http_complete(req) once it has replied. start(req) runs on
+ * the loop once the connection is suspended, and starts that work (which
+ * may complete before start returns). */
+void http_async(http_req *req, void (*start)(http_req *req));
 /* Runs fn(req) on the pool again (for a parked request). */
 void http_requeue(http_req *req, int (*fn)(http_req *req));
 /* Whether a reply has been made. */

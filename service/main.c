@@ -96,7 +96,8 @@ int main(int argc, char **argv)
                        svc.cfg.rpc_scope_claims,
                        svc.cfg.rpc_timeout,
                        svc.cfg.rpc_queue,
-                       svc.cfg.rpc_queue_timeout};
+                       svc.cfg.rpc_queue_timeout,
+                       svc.cfg.threads <= 1};
         char rmsg[256];
         if (rpc_new(&ro, &svc.rpc, rmsg, sizeof rmsg) != 0) {
             fprintf(stderr, "storhd: %s\n", rmsg);
@@ -170,6 +171,7 @@ int main(int argc, char **argv)
     longpoll_stop();
     workpool_shutdown(svc.pool);
     workpool_shutdown(svc.side);
+    rpc_shutdown(svc.rpc); /* after the pool, whose RPC calls it answers */
     http_stop(srv);
     service_free(&svc);
     return 0;

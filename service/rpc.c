@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <libpq-fe.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -10,17 +9,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "pgerr.h"
+#include "rpcpool.h"
 #include "sjson.h"
 #include "xxhash.h"
 
 #define MAX_FUNCTIONS 64
 #define ENTRY_OVERHEAD 128
-
-typedef struct pconn {
-    PGconn *conn;
-    bool prepared[MAX_FUNCTIONS];
-} pconn;
 
 /* A cached answer's bytes, shared by its entry and the hits being sent
  * (rpc_result.hold): freed by the last of them, so a hit costs no copy and
@@ -39,18 +33,22 @@ typedef struct rentry {
     double expires;
 } rentry;
 
-/* One PostgreSQL call that identical concurrent misses wait for (under mu;
- * the caller that made it runs it, the last one out frees it). */
+/* A caller of a flight: told once the answer is in. */
+typedef struct waiter {
+    struct waiter *next;
+    rpc_done_fn done;
+    void *arg;
+    double t0;
+} waiter;
+
+/* One PostgreSQL call that identical concurrent misses share (in
+ * r->flights under mu until its answer lands, then freed by whoever
+ * lands it). */
 typedef struct flight {
     struct flight *next;
-    char *key;
-    int waiters;
-    bool done;
-    int rc;
-    storh_err err;
-    char *body;
-    size_t len;
-    char etag[20];
+    rpc *r;
+    char *key, *alias;
+    waiter *waiters, *last;
 } flight;
 
 struct rpc {
@@ -60,20 +58,15 @@ struct rpc {
     char *scope[16];
     size_t nscope;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pconn *conns;
-    bool *busy;
-    int pool;
-    int timeout_ms, queue, queue_timeout_ms, queued;
+    rpcpool *pool;
     /* response cache: key -> ring slot, FIFO eviction */
     int ttl;
     json_t *index;
     rentry *ring;
     size_t cap, head, count, bytes, max_bytes;
-    unsigned long long calls, hits, misses, evictions, waits, errors, coalesced, rejected, timeouts;
+    unsigned long long calls, hits, misses, evictions, errors, coalesced;
     double latency_sum;
     flight *flights; /* in progress */
-    pthread_cond_t fcv;
 };
 
 static double now_s(void)
@@ -109,21 +102,9 @@ int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap)
     if (!r)
         return snprintf(msg, cap, "Out of memory."), -1;
     pthread_mutex_init(&r->mu, NULL);
-    pthread_condattr_t ca; /* the pool's waits count on the monotonic clock */
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_cond_init(&r->fcv, NULL);
-    r->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 5000;
-    r->queue = o->queue >= 0 ? o->queue : 0;
-    r->queue_timeout_ms = o->queue_timeout_ms > 0 ? o->queue_timeout_ms : 1000;
     r->conninfo = strdup(o->conninfo ? o->conninfo : "");
     r->nfn = split(o->functions, r->fn, MAX_FUNCTIONS);
     r->nscope = split(o->scope_claims ? o->scope_claims : "tenant,role", r->scope, 16);
-    r->pool = o->pool > 0 ? o->pool : 8;
-    r->conns = calloc((size_t)r->pool, sizeof *r->conns);
-    r->busy = calloc((size_t)r->pool, sizeof *r->busy);
     r->ttl = o->cache_ttl;
     r->cap = o->cache_entries ? o->cache_entries : 1;
     r->max_bytes = o->cache_bytes ? o->cache_bytes : 1;
@@ -141,17 +122,73 @@ int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap)
         rpc_free(r);
         return -1;
     }
+    /* The claims are set for the statement's own transaction before the
+     * function runs (the function's argument depends on set_config's
+     * result, which orders the two). */
+    char *sql[MAX_FUNCTIONS];
+    for (size_t i = 0; i < r->nfn; i++) {
+        sql[i] = malloc(512);
+        if (sql[i])
+            snprintf(sql[i], 512,
+                     "SELECT coalesce(json_agg(t), '[]'::json)::text FROM (SELECT "
+                     "set_config('request.jwt.claims', $1, true) AS c) s, LATERAL \"%s\"(CASE "
+                     "WHEN s.c IS NOT NULL THEN $2::jsonb END) t",
+                     r->fn[i]);
+    }
+    bool ok = true;
+    for (size_t i = 0; i < r->nfn; i++)
+        ok = ok && sql[i];
+    rpcpool_opts po = {o->conninfo,
+                       o->pool,
+                       o->timeout_ms,
+                       o->queue,
+                       o->queue_timeout_ms,
+                       (const char *const *)sql,
+                       (const char *const *)r->fn,
+                       r->nfn,
+                       o->on_loop};
+    int rc = ok ? rpcpool_new(&po, &r->pool, msg, cap) : (snprintf(msg, cap, "Out of memory."), -1);
+    for (size_t i = 0; i < r->nfn; i++)
+        free(sql[i]);
+    if (rc) {
+        rpc_free(r);
+        return -1;
+    }
     *out = r;
     return 0;
+}
+
+void rpc_loop_attach(rpc *r)
+{
+    rpcpool_attach(r->pool);
+}
+
+int rpc_loop_fd(const rpc *r)
+{
+    return rpcpool_fd(r->pool);
+}
+
+void rpc_loop_run(rpc *r)
+{
+    rpcpool_run(r->pool);
+}
+
+int rpc_loop_wait_ms(rpc *r)
+{
+    return rpcpool_wait_ms(r->pool);
+}
+
+void rpc_shutdown(rpc *r)
+{
+    if (r)
+        rpcpool_shutdown(r->pool);
 }
 
 void rpc_free(rpc *r)
 {
     if (!r)
         return;
-    for (int i = 0; i < r->pool; i++)
-        if (r->conns[i].conn)
-            PQfinish(r->conns[i].conn);
+    rpcpool_free(r->pool); /* answers what is still queued: before the cache goes */
     for (size_t i = 0; i < r->cap; i++) {
         free(r->ring[i].key);
         free(r->ring[i].alias);
@@ -163,11 +200,7 @@ void rpc_free(rpc *r)
         free(r->scope[i]);
     free(r->ring);
     json_decref(r->index);
-    free(r->conns);
-    free(r->busy);
     free(r->conninfo);
-    pthread_cond_destroy(&r->cv);
-    pthread_cond_destroy(&r->fcv);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -301,117 +334,6 @@ static void cache_put(rpc *r, const char *key, const char *alias, const rpc_resu
     r->count++;
 }
 
-/* ---- the pool ---- */
-
-/* A free connection's index, or -1 with err set when the pool is
- * saturated: `queue` callers wait already, or none came free in time. */
-static int take(rpc *r, storh_err *err)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    long long ns = until.tv_nsec + (long long)r->queue_timeout_ms * 1000000LL;
-    until.tv_sec += (time_t)(ns / 1000000000LL);
-    until.tv_nsec = (long)(ns % 1000000000LL);
-    pthread_mutex_lock(&r->mu);
-    bool waited = false, late = false;
-    for (;;) {
-        for (int i = 0; i < r->pool; i++)
-            if (!r->busy[i]) {
-                r->busy[i] = true;
-                r->queued -= waited;
-                pthread_mutex_unlock(&r->mu);
-                return i;
-            }
-        if (late || (!waited && r->queued >= r->queue)) {
-            r->queued -= waited;
-            r->rejected++;
-            pthread_mutex_unlock(&r->mu);
-            if (late)
-                storh_err_set(err, STORH_EUNAVAIL,
-                              "All %d PostgreSQL connections stayed busy for %d ms; retry later.",
-                              r->pool, r->queue_timeout_ms);
-            else
-                storh_err_set(err, STORH_EUNAVAIL,
-                              "All %d PostgreSQL connections are busy and %d calls wait already; "
-                              "retry later.",
-                              r->pool, r->queue);
-            return -1;
-        }
-        if (!waited) {
-            waited = true;
-            r->queued++;
-            r->waits++;
-        }
-        late = pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT;
-    }
-}
-
-/* Returns connection i to the pool; counts a call that timed out. */
-static void give(rpc *r, int i, bool timed_out)
-{
-    pthread_mutex_lock(&r->mu);
-    r->busy[i] = false;
-    r->timeouts += timed_out;
-    pthread_cond_signal(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
-
-static int ensure(rpc *r, pconn *c, storh_err *err)
-{
-    if (c->conn && PQstatus(c->conn) == CONNECTION_OK)
-        return 0;
-    if (c->conn)
-        PQfinish(c->conn);
-    memset(c->prepared, 0, sizeof c->prepared);
-    /* expand_dbname: the conninfo's settings, then a connect timeout of
-     * ours, so a server that does not answer costs a bounded wait */
-    char ct[16], set[64];
-    snprintf(ct, sizeof ct, "%d", r->timeout_ms / 1000 > 2 ? r->timeout_ms / 1000 : 2);
-    const char *const keys[] = {"dbname", "connect_timeout", NULL};
-    const char *const values[] = {r->conninfo, ct, NULL};
-    c->conn = PQconnectdbParams(keys, values, 1);
-    PGresult *res = NULL;
-    if (PQstatus(c->conn) == CONNECTION_OK) {
-        snprintf(set, sizeof set, "SET statement_timeout = %d", r->timeout_ms);
-        res = PQexec(c->conn, set);
-    }
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
-                      PQerrorMessage(c->conn));
-        PQclear(res);
-        PQfinish(c->conn);
-        c->conn = NULL;
-        return STORH_EUNAVAIL;
-    }
-    PQclear(res);
-    return 0;
-}
-
-/* The claims are set for the statement's own transaction before the
- * function runs (the function's argument depends on set_config's result,
- * which orders the two). */
-static int prepare(rpc *r, pconn *c, int fi, storh_err *err)
-{
-    if (c->prepared[fi])
-        return 0;
-    char name[16], sql[512];
-    snprintf(name, sizeof name, "rpc%d", fi);
-    snprintf(sql, sizeof sql,
-             "SELECT coalesce(json_agg(t), '[]'::json)::text FROM (SELECT "
-             "set_config('request.jwt.claims', $1, true) AS c) s, LATERAL \"%s\"(CASE WHEN "
-             "s.c IS NOT NULL THEN $2::jsonb END) t",
-             r->fn[fi]);
-    PGresult *res = PQprepare(c->conn, name, sql, 2, NULL);
-    int rc = 0;
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        rc = storh_err_set(err, PQstatus(c->conn) == CONNECTION_OK ? STORH_EINVAL : STORH_EUNAVAIL,
-                           "Could not prepare %s: %s", r->fn[fi], PQresultErrorMessage(res));
-    else
-        c->prepared[fi] = true;
-    PQclear(res);
-    return rc;
-}
-
 static void cache_key(const rpc *r, const char *function, const char *args, const json_t *claims,
                       buf *out)
 {
@@ -536,186 +458,159 @@ bool rpc_cached(rpc *r, const rpc_key *k, rpc_result *res)
     return hit;
 }
 
-/* Runs the prepared statement and waits for its result at most the
- * statement timeout and a second more (PostgreSQL cancels it at the
- * timeout; the extra wait covers a server or network that does not answer
- * at all). NULL and *late when that passed: the connection is then in an
- * unknown state and must be dropped. */
-static PGresult *exec_bounded(rpc *r, pconn *c, const char *name, const char *const vals[2],
-                              bool *late)
-{
-    *late = false;
-    if (!PQsendQueryPrepared(c->conn, name, 2, vals, NULL, NULL, 0))
-        return NULL;
-    double until = now_s() + (r->timeout_ms + 1000) / 1000.0;
-    struct pollfd p = {.fd = PQsocket(c->conn), .events = POLLIN};
-    while (PQisBusy(c->conn)) {
-        double left = until - now_s();
-        if (left <= 0) {
-            *late = true;
-            return NULL;
-        }
-        int n = poll(&p, 1, (int)(left * 1000) + 1);
-        if ((n < 0 && errno != EINTR) || (n > 0 && !PQconsumeInput(c->conn)))
-            break; /* PQgetResult reports the failure */
-    }
-    PGresult *q = PQgetResult(c->conn), *more;
-    while ((more = PQgetResult(c->conn))) /* the end of the command */
-        PQclear(more);
-    return q;
-}
-
-/* One call to PostgreSQL on a pool connection. */
-static int query(rpc *r, int fi, const buf *a, const buf *cl, rpc_result *res, storh_err *err)
-{
-    int ci = take(r, err);
-    if (ci < 0)
-        return STORH_EUNAVAIL;
-    pconn *c = &r->conns[ci];
-    int rc = ensure(r, c, err);
-    if (!rc)
-        rc = prepare(r, c, fi, err);
-    bool late = false;
-    if (!rc) {
-        char name[16];
-        snprintf(name, sizeof name, "rpc%d", fi);
-        const char *const vals[2] = {cl->data, a->data};
-        PGresult *q = exec_bounded(r, c, name, vals, &late);
-        int code = pgerr_code(c->conn, q, STORH_EINVAL);
-        if (PQresultStatus(q) == PGRES_TUPLES_OK && PQntuples(q) == 1) {
-            res->len = (size_t)PQgetlength(q, 0, 0);
-            res->body = malloc(res->len + 1);
-            if (res->body)
-                memcpy(res->body, PQgetvalue(q, 0, 0), res->len + 1);
-            else
-                rc = storh_err_oom(err);
-        } else if (late || code == STORH_ETIMEOUT) {
-            rc = storh_err_set(err, STORH_ETIMEOUT,
-                               "%s did not answer within %d ms (--rpc-timeout); it was cancelled.",
-                               r->fn[fi], r->timeout_ms);
-        } else if (code == STORH_EUNAVAIL) {
-            rc = storh_err_set(err, STORH_EUNAVAIL, "PostgreSQL is unavailable: %s",
-                               PQerrorMessage(c->conn));
-        } else {
-            rc = storh_err_set(err, STORH_EINVAL, "The function rejected the call: %s",
-                               q ? PQresultErrorMessage(q) : PQerrorMessage(c->conn));
-        }
-        PQclear(q);
-    }
-    if ((rc == STORH_EUNAVAIL || late) && c->conn) { /* reconnect next time */
-        PQfinish(c->conn);
-        c->conn = NULL;
-    }
-    give(r, ci, rc == STORH_ETIMEOUT);
-    if (!rc)
-        snprintf(res->etag, sizeof res->etag, "\"%016llx\"",
-                 (unsigned long long)XXH3_64bits(res->body, res->len));
-    return rc;
-}
-
-static flight *flight_find(rpc *r, const char *key)
-{
-    for (flight *f = r->flights; f; f = f->next)
-        if (!strcmp(f->key, key))
-            return f;
-    return NULL;
-}
-
 static void flight_free(flight *f)
 {
+    for (waiter *w = f->waiters, *next; w; w = next) {
+        next = w->next;
+        free(w);
+    }
     free(f->key);
-    free(f->body);
+    free(f->alias);
     free(f);
 }
 
-/* Waits (under mu) for the flight another caller runs and takes a copy of
- * its answer. */
-static int flight_wait(rpc *r, flight *f, rpc_result *res, storh_err *err)
+/* The answer of a flight's PostgreSQL call (on the pool's I/O thread, or
+ * on the caller's when the pool refused it): cached, then handed to every
+ * waiter, the last taking body itself. */
+static void flight_land(void *arg, int rc, const storh_err *err, char *body, size_t len)
 {
-    f->waiters++;
-    r->coalesced++;
-    while (!f->done)
-        pthread_cond_wait(&r->fcv, &r->mu);
-    int rc = f->rc;
-    if (rc) {
-        *err = f->err;
-    } else if ((res->body = malloc(f->len + 1))) {
-        memcpy(res->body, f->body, f->len + 1);
-        res->len = f->len;
-        memcpy(res->etag, f->etag, sizeof res->etag);
-    } else {
-        rc = storh_err_oom(err);
-    }
-    if (--f->waiters == 0)
-        flight_free(f);
-    return rc;
-}
-
-/* Publishes the answer of the flight (under mu) to its waiters. */
-static void flight_land(rpc *r, flight *f, int rc, const storh_err *err, const rpc_result *res)
-{
+    flight *f = arg;
+    rpc *r = f->r;
+    rpc_result res = {.body = body, .len = len};
+    if (!rc)
+        snprintf(res.etag, sizeof res.etag, "\"%016llx\"",
+                 (unsigned long long)XXH3_64bits(body, len));
+    double now = now_s();
+    pthread_mutex_lock(&r->mu);
+    if (!rc && r->ttl > 0)
+        cache_put(r, f->key, f->alias, &res);
     for (flight **p = &r->flights; *p; p = &(*p)->next)
-        if (*p == f) {
+        if (*p == f) { /* later misses make a call of their own */
             *p = f->next;
             break;
         }
-    f->done = true;
-    f->rc = rc;
-    if (rc) {
-        f->err = *err;
-    } else if (f->waiters && !(f->body = malloc(res->len + 1))) {
-        f->rc = storh_err_oom(&f->err);
-    } else if (f->waiters) {
-        memcpy(f->body, res->body, res->len + 1);
-        f->len = res->len;
-        memcpy(f->etag, res->etag, sizeof f->etag);
+    for (waiter *w = f->waiters; w; w = w->next) {
+        r->errors += rc != 0;
+        r->latency_sum += now - w->t0;
     }
-    if (!f->waiters)
-        flight_free(f);
-    else
-        pthread_cond_broadcast(&r->fcv);
+    pthread_mutex_unlock(&r->mu);
+    for (waiter *w = f->waiters; w; w = w->next) {
+        rpc_result mine = res;
+        storh_err oom;
+        int wrc = rc;
+        const storh_err *werr = err;
+        if (!rc && w->next) { /* a copy for all but the last */
+            mine.body = malloc(len + 1);
+            if (mine.body)
+                memcpy(mine.body, body, len + 1);
+            else
+                werr = &oom, wrc = storh_err_oom(&oom);
+        }
+        if (wrc)
+            mine = (rpc_result){0};
+        w->done(w->arg, wrc, werr, &mine);
+    }
+    if (rc)
+        free(body);
+    flight_free(f);
+}
+
+void rpc_start(rpc *r, const rpc_key *k, rpc_done_fn done, void *arg)
+{
+    rpc_result res;
+    memset(&res, 0, sizeof res);
+    double t0 = now_s();
+    storh_err err;
+    waiter *w = calloc(1, sizeof *w);
+    if (!w) {
+        storh_err_oom(&err);
+        done(arg, err.code, &err, &res);
+        return;
+    }
+    *w = (waiter){.done = done, .arg = arg, .t0 = t0};
+    const char *key = k->key.data;
+    pthread_mutex_lock(&r->mu);
+    r->calls++;
+    if (r->ttl > 0 && cache_get(r, key, &res)) {
+        r->hits++;
+        r->latency_sum += now_s() - t0;
+        pthread_mutex_unlock(&r->mu);
+        free(w);
+        done(arg, 0, NULL, &res);
+        return;
+    }
+    r->misses++;
+    flight *f = r->flights;
+    while (f && strcmp(f->key, key))
+        f = f->next;
+    if (f) { /* an identical call is under way: its answer serves this one */
+        r->coalesced++;
+        f->last->next = w;
+        f->last = w;
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    f = calloc(1, sizeof *f);
+    if (!f || !(f->key = strdup(key)) || (k->raw.len && !(f->alias = strdup(k->raw.data)))) {
+        r->errors++;
+        pthread_mutex_unlock(&r->mu);
+        if (f)
+            free(f->key);
+        free(f);
+        free(w);
+        storh_err_oom(&err);
+        done(arg, err.code, &err, &res);
+        return;
+    }
+    f->r = r;
+    f->waiters = f->last = w;
+    f->next = r->flights;
+    r->flights = f;
+    pthread_mutex_unlock(&r->mu);
+    if (rpcpool_submit(r->pool, k->fi, k->claims.data, k->args.data, flight_land, f, &err))
+        flight_land(f, err.code, &err, NULL, 0);
+}
+
+/* rpc_call's wait for the answer of rpc_start. */
+typedef struct sync_call {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int rc;
+    storh_err err;
+    rpc_result res;
+} sync_call;
+
+static void sync_done(void *arg, int rc, const storh_err *err, rpc_result *res)
+{
+    sync_call *s = arg;
+    pthread_mutex_lock(&s->mu);
+    s->rc = rc;
+    if (rc)
+        s->err = *err;
+    s->res = *res;
+    s->done = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
 int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err)
 {
-    memset(res, 0, sizeof *res);
-    double t0 = now_s();
-    const char *key = k->key.data;
-    int rc = 0;
-    pthread_mutex_lock(&r->mu);
-    r->calls++;
-    bool hit = r->ttl > 0 && cache_get(r, key, res);
-    if (hit)
-        r->hits++;
-    else
-        r->misses++;
-    flight *f = NULL;
-    if (!hit && (f = flight_find(r, key))) {
-        rc = flight_wait(r, f, res, err);
-        f = NULL;
-    } else if (!hit && (f = calloc(1, sizeof *f)) && (f->key = strdup(key))) {
-        f->next = r->flights; /* this caller makes the call */
-        r->flights = f;
-    } else if (!hit) {
-        free(f);
-        f = NULL;
-        rc = storh_err_oom(err);
-    }
-    pthread_mutex_unlock(&r->mu);
-    if (f) {
-        rc = query(r, k->fi, &k->args, &k->claims, res, err);
-        pthread_mutex_lock(&r->mu);
-        if (!rc && r->ttl > 0)
-            cache_put(r, key, k->raw.len ? k->raw.data : NULL, res);
-        flight_land(r, f, rc, err, res);
-        pthread_mutex_unlock(&r->mu);
-    }
-    pthread_mutex_lock(&r->mu);
-    if (rc)
-        r->errors++;
-    r->latency_sum += now_s() - t0;
-    pthread_mutex_unlock(&r->mu);
-    return rc;
+    sync_call s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    rpc_start(r, k, sync_done, &s);
+    pthread_mutex_lock(&s.mu);
+    while (!s.done)
+        pthread_cond_wait(&s.cv, &s.mu);
+    pthread_mutex_unlock(&s.mu);
+    pthread_cond_destroy(&s.cv);
+    pthread_mutex_destroy(&s.mu);
+    *res = s.res;
+    if (s.rc)
+        *err = s.err;
+    return s.rc;
 }
 
 bool rpc_reachable(const rpc *r)
@@ -728,23 +623,22 @@ bool rpc_reachable(const rpc *r)
 
 void rpc_snapshot(rpc *r, rpc_stats *out)
 {
+    rpcpool_stats ps;
+    rpcpool_snapshot(r->pool, &ps);
     pthread_mutex_lock(&r->mu);
-    int busy = 0;
-    for (int i = 0; i < r->pool; i++)
-        busy += r->busy[i];
     *out = (rpc_stats){r->hits,
                        r->misses,
                        r->evictions,
-                       r->waits,
+                       ps.waits,
                        r->errors,
                        r->calls,
                        json_object_size(r->index),
                        r->bytes,
-                       r->pool,
-                       busy,
+                       ps.size,
+                       ps.busy,
                        r->latency_sum,
                        r->coalesced,
-                       r->rejected,
-                       r->timeouts};
+                       ps.rejected,
+                       ps.timeouts};
     pthread_mutex_unlock(&r->mu);
 }

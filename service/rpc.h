@@ -1,15 +1,17 @@
 /* rpc: the page RPC into PostgreSQL. An allow-list of function names (plain
- * identifiers, checked at start; the URL never reaches SQL), a pool of libpq
- * connections used from the worker pool (so the HTTP event loops never
- * wait), the JSON arguments and the token's claims always bound as
- * parameters, claims visible to SQL as request.jwt.claims (as PostgREST
- * does), and a response cache keyed by function, canonical arguments and
- * the claims that scope it, bounded by entries and bytes, with a TTL. A
- * lost server is 503 and every connection is re-established when it is back.
- * Every call is bounded: at most `queue` calls wait for a busy pool, each
- * at most queue_timeout_ms (then STORH_EUNAVAIL: 503), and a statement runs
- * at most timeout_ms (PostgreSQL's statement_timeout, and a client-side
- * deadline a little later that drops the connection: STORH_ETIMEOUT, 504). */
+ * identifiers, checked at start; the URL never reaches SQL), the calls into
+ * PostgreSQL through rpcpool (non-blocking connections driven by the HTTP
+ * loop thread, or by an I/O thread of their own when the server runs
+ * several loops: no thread waits for a round trip), the JSON arguments and
+ * the token's claims always bound as parameters, claims visible to SQL as
+ * request.jwt.claims (as PostgREST does), and a response cache keyed by
+ * function, canonical arguments and the claims that scope it, bounded by
+ * entries and bytes, with a TTL. A lost server is 503 and every connection
+ * is re-established when it is back. Every call is bounded: at most `queue`
+ * calls wait for a busy pool, each at most queue_timeout_ms (then
+ * STORH_EUNAVAIL: 503), and a statement runs at most timeout_ms
+ * (PostgreSQL's statement_timeout, and a client-side deadline a little
+ * later that drops the connection: STORH_ETIMEOUT, 504). */
 #ifndef STORHD_RPC_H
 #define STORHD_RPC_H
 
@@ -32,9 +34,16 @@ typedef struct rpc_opts {
     int timeout_ms;           /* statement timeout (default 5000) */
     int queue;                /* calls that may wait for a connection */
     int queue_timeout_ms;     /* how long one waits (default 1000) */
+    /* the HTTP server runs one event-loop thread, which then drives the
+     * PostgreSQL connections too (rpc_loop_*): no I/O thread of their own */
+    bool on_loop;
 } rpc_opts;
 
 int rpc_new(const rpc_opts *o, rpc **out, char *msg, size_t cap);
+/* Answers the calls under way and stops the PostgreSQL I/O (before
+ * the HTTP server stops: it resumes their connections); later calls get
+ * 503. */
+void rpc_shutdown(rpc *r);
 void rpc_free(rpc *r);
 bool rpc_allowed(const rpc *r, const char *function);
 
@@ -67,6 +76,12 @@ void rpc_key_free(rpc_key *k);
  * make one PostgreSQL call and share its answer. The caller frees
  * res->body. */
 int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err);
+/* rpc_call without waiting: done(arg, rc, err, res) runs once, with the
+ * answer (res->body then the callee's to free) or rc < 0 and err; on the
+ * thread that drives the connections, or on the caller's before rpc_start
+ * returns (a hit, a refusal). k may be freed once rpc_start returns. */
+typedef void (*rpc_done_fn)(void *arg, int rc, const storh_err *err, rpc_result *res);
+void rpc_start(rpc *r, const rpc_key *k, rpc_done_fn done, void *arg);
 /* The response cache alone, cheap enough for an event loop: true and *res
  * (cached set, body held in the entry, not copied: rpc_release(res->hold))
  * on a fresh entry; false on a miss or with the cache off,
@@ -89,6 +104,13 @@ typedef struct rpc_stats {
     unsigned long long timeouts;  /* statements over the timeout */
 } rpc_stats;
 void rpc_snapshot(rpc *r, rpc_stats *out);
+/* With on_loop, for the HTTP event-loop thread: attach once from it, then
+ * watch fd (-1 without on_loop), run when it is readable or wait_ms (-1:
+ * no deadline) has passed; run never blocks. */
+void rpc_loop_attach(rpc *r);
+int rpc_loop_fd(const rpc *r);
+void rpc_loop_run(rpc *r);
+int rpc_loop_wait_ms(rpc *r);
 /* Whether the server accepts connections (libpq's ping: no login, a
  * 2 s connect timeout); blocks, so call it off the event loops. */
 bool rpc_reachable(const rpc *r);

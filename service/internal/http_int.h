@@ -23,6 +23,7 @@ typedef enum http_life {
     HTTP_DEFERRED, /* its handler runs off the loop (http_defer); not queued yet */
     HTTP_POOL,     /* connection suspended, its handler queued or running on a pool */
     HTTP_PARKED,   /* its pool handler parked it (long-poll) until http_requeue */
+    HTTP_ASYNC,    /* its loop handler started async work (http_async): suspended */
     HTTP_REPLIED,  /* the response is queued with MHD (a stream may still run) */
 } http_life;
 
@@ -47,9 +48,10 @@ struct http_req {
     atomic_int refs; /* the connection, plus a streamed response */
     void *state;
     void (*state_free)(void *);
-    json_t *claims;                 /* of the verified token, when auth is on */
-    bool encoded_slash;             /* the raw path held %2F: never a separator */
-    int (*deferred)(http_req *req); /* what runs on the pool (http_defer, http_requeue) */
+    json_t *claims;                     /* of the verified token, when auth is on */
+    bool encoded_slash;                 /* the raw path held %2F: never a separator */
+    int (*deferred)(http_req *req);     /* what runs on the pool (http_defer, http_requeue) */
+    void (*async_start)(http_req *req); /* set by http_async, run once suspended */
     /* the token was not in the cache: the pool verifies it before the
      * handler. A fact about the credentials, not a step of the life: it
      * holds through HTTP_BODY, HTTP_DEFERRED and into HTTP_POOL. */

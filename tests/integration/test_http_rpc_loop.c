@@ -36,7 +36,10 @@ static const char fixture[] =
     "current_setting('request.jwt.claims', true)::jsonb->>'tenant'; END $$;"
     "CREATE OR REPLACE FUNCTION loop_sleep(a jsonb) RETURNS TABLE(s float8, slept bool) "
     "LANGUAGE sql VOLATILE AS $$ SELECT (a->>'s')::float8, true FROM pg_sleep((a->>'s')::float8) "
-    "$$;";
+    "$$;"
+    "CREATE OR REPLACE FUNCTION loop_fail(a jsonb) RETURNS TABLE(x int) LANGUAGE plpgsql AS $$ "
+    "BEGIN RAISE EXCEPTION 'loop_fail %', a->>'state' USING ERRCODE = a->>'state'; END $$;"
+    "DROP FUNCTION IF EXISTS loop_missing(jsonb);";
 
 static long long sql_value(PGconn *c, const char *sql)
 {
@@ -103,10 +106,10 @@ static long long metric(const char *name)
     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE "         \
     "'%loop_gate%'"
 
-/* One held call more than storhd has pool threads (ctest runs this case
- * with --workers 2): every pool thread waits in PostgreSQL (or for a pool
- * connection) and one call is queued; a cached page must still answer,
- * before any held call does. */
+/* One held call more than storhd has PostgreSQL connections and pool
+ * threads (ctest runs this case with --workers 2 --rpc-pool 2): every
+ * connection waits in PostgreSQL and one call is queued for one; a cached
+ * page must still answer, before any held call does. */
 TEST(hit_while_pool_blocked)
 {
     client_resp r = call("loop_gate", "{\"k\":1}");
@@ -117,14 +120,14 @@ TEST(hit_while_pool_blocked)
     PGconn *c = PQconnectdb(pg);
     CHECK_INT(sql_value(c, "SELECT 1 FROM pg_advisory_lock(190019)"), 1);
     atomic_int finished = 0;
-    int n = workers + 1, in_pg = workers < 8 ? workers : 8; /* --rpc-pool 8 */
+    int n = workers + 1, in_pg = 2; /* --rpc-pool 2 */
     caller *held = calloc((size_t)n, sizeof *held);
     for (int i = 0; i < n; i++) {
         held[i].finished = &finished;
         snprintf(held[i].body, sizeof held[i].body, "{\"k\":%d}", 100 + i);
         pthread_create(&held[i].t, NULL, call_thread, &held[i]);
     }
-    /* both pool threads are inside PostgreSQL, waiting for the lock */
+    /* both connections are inside PostgreSQL, waiting for the lock */
     CHECK(wait_value(c, WAITING_SQL, in_pg));
     r = call("loop_gate", "{\"k\":1}");
     CHECK_INT(r.status, 200);
@@ -322,7 +325,93 @@ TEST(saturated_wait_timeout)
     PQfinish(c);
 }
 
+/* The error of a call, mapped as mirror/pgerr.h says: what the function
+ * raises is 400 with its message, a query_canceled 504, a connection
+ * exception (class 08) 503 with Retry-After, a function that does not
+ * exist 400 (it cannot be prepared); each answered at once, and the pool
+ * serves the next call. */
+TEST(error_mapping)
+{
+    const struct {
+        const char *fn, *body;
+        long status;
+        const char *code, *says;
+    } cases[] = {
+        {"loop_fail", "{\"state\":\"22023\"}", 400, "bad_request", "loop_fail 22023"},
+        {"loop_fail", "{\"state\":\"57014\"}", 504, "timeout", "--rpc-timeout"},
+        {"loop_fail", "{\"state\":\"08006\"}", 503, "unavailable", "PostgreSQL is unavailable"},
+        {"loop_missing", "{}", 400, "bad_request", "Could not prepare loop_missing"},
+        {"loop_gate", "{\"k\":501}", 200, NULL, "\"k\":501"},
+    };
+    for (int round = 0; round < 2; round++) /* fresh connections, then prepared ones */
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            client_resp r = call(cases[i].fn, cases[i].body);
+            CHECK_INT(r.status, cases[i].status);
+            CHECK(r.body && strstr(r.body, cases[i].says) != NULL);
+            if (cases[i].code) {
+                json_t *e = r.body ? json_loads(r.body, 0, NULL) : NULL;
+                CHECK_STR(json_string_value(json_object_get(json_object_get(e, "error"), "code")),
+                          cases[i].code);
+                json_decref(e);
+            }
+            char hdr[64];
+            if (cases[i].status == 503)
+                CHECK_STR(client_header(&r, "Retry-After", hdr, sizeof hdr), "1");
+            client_free(&r);
+        }
+}
+
+#define STORHD_BACKENDS "FROM pg_stat_activity WHERE application_name = 'storhd'"
+
+/* storhd's backends killed (pg_terminate_backend) while idle: a call
+ * answers on a new connection (or, if it still found the dead one, fails
+ * cleanly and the next answers); killed while a call runs in one: that
+ * call is 503 with Retry-After at once, and the next call answers. */
+TEST(broken_connection_recovered)
+{
+    client_resp r = call("loop_gate", "{\"k\":401}");
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+    PGconn *c = PQconnectdb(pg);
+    CHECK(sql_value(c, "SELECT count(pg_terminate_backend(pid)) " STORHD_BACKENDS) >= 1);
+    CHECK(wait_value(c, "SELECT count(*) " STORHD_BACKENDS, 0));
+    /* the first call may still find a connection whose end is not read
+     * yet: then it fails cleanly (503, Retry-After), and the next answers */
+    r = call("loop_gate", "{\"k\":402}");
+    char hdr[64];
+    if (r.status != 200) {
+        CHECK_INT(r.status, 503);
+        CHECK(r.body && strstr(r.body, "PostgreSQL is unavailable") != NULL);
+        CHECK_STR(client_header(&r, "Retry-After", hdr, sizeof hdr), "1");
+        client_free(&r);
+        r = call("loop_gate", "{\"k\":402}");
+    }
+    CHECK_INT(r.status, 200);
+    CHECK_STR(r.body, "[{\"k\":402,\"tenant\":\"5\"}]");
+    client_free(&r);
+    CHECK_INT(sql_value(c, "SELECT 1 FROM pg_advisory_lock(190019)"), 1);
+    atomic_int finished = 0;
+    caller held;
+    memset(&held, 0, sizeof held);
+    held.finished = &finished;
+    snprintf(held.body, sizeof held.body, "{\"k\":403}");
+    pthread_create(&held.t, NULL, call_thread, &held);
+    CHECK(wait_value(c, WAITING_SQL, 1));
+    CHECK(sql_value(c, "SELECT count(pg_terminate_backend(pid)) " STORHD_BACKENDS) >= 1);
+    pthread_join(held.t, NULL);
+    CHECK_INT(held.r.status, 503);
+    CHECK(held.r.body && strstr(held.r.body, "PostgreSQL is unavailable") != NULL);
+    CHECK_STR(client_header(&held.r, "Retry-After", hdr, sizeof hdr), "1");
+    client_free(&held.r);
+    CHECK_INT(sql_value(c, "SELECT pg_advisory_unlock(190019)::int"), 1);
+    r = call("loop_gate", "{\"k\":404}");
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+    PQfinish(c);
+}
+
 static const test_case tests[] = {
+    TEST_ENTRY(error_mapping),          TEST_ENTRY(broken_connection_recovered),
     TEST_ENTRY(hit_while_pool_blocked), TEST_ENTRY(single_flight_32),
     TEST_ENTRY(statement_timeout),      TEST_ENTRY(saturated_queue_full),
     TEST_ENTRY(saturated_wait_timeout), TEST_ENTRY(hit_by_bytes_and_by_canonical_args),
@@ -333,6 +422,7 @@ static const struct {
     const char *name;
     const char *args[8];
 } case_args[] = {
+    {"hit_while_pool_blocked", {"--rpc-pool", "2", NULL}},
     {"statement_timeout", {"--rpc-pool", "1", "--rpc-timeout", "300", NULL}},
     {"saturated_queue_full",
      {"--rpc-pool", "1", "--rpc-queue", "1", "--rpc-queue-timeout", "60000", NULL}},
@@ -369,10 +459,14 @@ int main(int argc, char **argv)
     workers = argc > 1 && !strcmp(argv[1], "hit_while_pool_blocked") ? 2 : 32;
     char wbuf[16];
     snprintf(wbuf, sizeof wbuf, "%d", workers);
+    /* one HTTP loop thread, which then drives PostgreSQL itself; ctest runs
+     * the cases again with two (MHD's thread pool, and the RPC's own I/O
+     * thread): STORHD_RPC_TEST_THREADS */
+    const char *threads = getenv("STORHD_RPC_TEST_THREADS");
     const char *extra[24] = {"--rpc-conninfo",
                              pg,
                              "--rpc-functions",
-                             "loop_gate,loop_sleep",
+                             "loop_gate,loop_sleep,loop_fail,loop_missing",
                              "--rpc-cache-ttl",
                              "600",
                              "--jwt-public-key",
@@ -381,6 +475,8 @@ int main(int argc, char **argv)
                              "storhd",
                              "--workers",
                              wbuf,
+                             "--threads",
+                             threads ? threads : "1",
                              NULL};
     size_t n = 0;
     while (extra[n])
