@@ -71,6 +71,22 @@ int daemon_start(daemon_proc *d, const char *root, const char *const *extra)
         argv[n++] = listen;
         for (const char *const *x = extra; x && *x && n < 62; x++)
             argv[n++] = *x;
+        /* STORHD_TEST_EVLOOP: one HTTP loop with the page RPC configured,
+         * the mode in which that loop drives MHD and PostgreSQL itself
+         * (evloop.c), so every route of the test runs through it */
+        const char *pg = getenv("STORHD_TEST_PG");
+        if (getenv("STORHD_TEST_EVLOOP") && !pg) {
+            fprintf(stderr, "STORHD_TEST_EVLOOP needs STORHD_TEST_PG (scripts/testpg.sh)\n");
+            return -1;
+        }
+        if (getenv("STORHD_TEST_EVLOOP") && n < 56) {
+            argv[n++] = "--threads";
+            argv[n++] = "1";
+            argv[n++] = "--rpc-conninfo";
+            argv[n++] = pg;
+            argv[n++] = "--rpc-functions";
+            argv[n++] = "page";
+        }
         argv[n] = NULL;
         pid_t parent = getpid();
         d->pid = fork();
