@@ -81,12 +81,13 @@ void docgroup_init(docgroup *g)
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->cv, &ca);
     pthread_cond_init(&g->lead_cv, &ca);
     g->gathering = false;
     pthread_condattr_destroy(&ca);
     g->arriving = 0;
     g->nqueued = g->last_size = 0;
-    g->head = g->inflight = NULL;
+    g->head = NULL;
     g->tail = &g->head;
     g->leading = false;
     g->poisoned = 0;
@@ -100,6 +101,7 @@ void docgroup_destroy(docgroup *g)
 {
     if (g->sync_fd >= 0)
         close(g->sync_fd);
+    pthread_cond_destroy(&g->cv);
     pthread_cond_destroy(&g->lead_cv);
     pthread_mutex_destroy(&g->mu);
 }
@@ -205,16 +207,6 @@ static void run_jobs(docgroup *g)
     }
 }
 
-/* Wakes every thread waiting on the collection's ops (the group being
- * published and the next one queued); g->mu held. */
-static void wake_waiters(docgroup *g)
-{
-    for (docgroup_op *o = g->inflight; o; o = o->next)
-        pthread_cond_signal(&o->cv);
-    for (docgroup_op *o = g->head; o; o = o->next)
-        pthread_cond_signal(&o->cv);
-}
-
 /* fsyncs the paths in parallel: every thread waiting on the group takes
  * some (on ext4 concurrent fsyncs share journal commits and their cache
  * flushes merge, where one after the other each pays its own). */
@@ -225,7 +217,7 @@ static int sync_parallel(docgroup *g, const char **paths, size_t n, storh_err *e
     g->njobs = g->jobs_left = n;
     g->next_job = 0;
     g->jobs_rc = 0;
-    wake_waiters(g);
+    pthread_cond_broadcast(&g->cv);
     run_jobs(g);
     while (g->jobs_left)
         pthread_cond_wait(&g->lead_cv, &g->mu);
@@ -462,7 +454,6 @@ int docgroup_commit(docstore *ds, docgroup_op *op)
     op->existed = op->applied = op->done = false;
     op->next = NULL;
     op->queued_ns = now_ns();
-    pthread_cond_init(&op->cv, NULL);
     pthread_mutex_lock(&g->mu);
     *g->tail = op;
     g->tail = &op->next;
@@ -477,7 +468,7 @@ int docgroup_commit(docstore *ds, docgroup_op *op)
             continue;
         }
         if (g->leading) {
-            pthread_cond_wait(&op->cv, &g->mu);
+            pthread_cond_wait(&g->cv, &g->mu);
             continue;
         }
         /* lead: wait a moment for the requests still writing their temps,
@@ -487,7 +478,6 @@ int docgroup_commit(docstore *ds, docgroup_op *op)
         g->leading = true;
         gather(g);
         docgroup_op *ops = g->head;
-        g->inflight = ops;
         g->last_size = g->nqueued;
         g->head = NULL;
         g->tail = &g->head;
@@ -513,20 +503,14 @@ int docgroup_commit(docstore *ds, docgroup_op *op)
         }
         if (rc == 0 && syncs > 0)
             wstats_batch(WSTATS_DOC, g->last_size);
-        g->inflight = NULL;
         for (docgroup_op *o = ops; o;) {
-            /* o belongs to its thread once done; it cannot wake and
-             * destroy o->cv before g->mu is released */
-            docgroup_op *next = o->next;
+            docgroup_op *next = o->next; /* o belongs to its thread once done */
             o->done = true;
-            pthread_cond_signal(&o->cv);
             o = next;
         }
         g->leading = false;
-        if (g->head) /* the first queued op's thread leads the next group */
-            pthread_cond_signal(&g->head->cv);
+        pthread_cond_broadcast(&g->cv);
     }
     pthread_mutex_unlock(&g->mu);
-    pthread_cond_destroy(&op->cv);
     return op->rc;
 }

@@ -53,18 +53,15 @@ typedef struct docgroup_op {
     bool done;                /* set by the leader when answered */
     bool arrived;             /* the caller called docgroup_arrive first */
     uint64_t queued_ns;       /* monotonic time it was queued */
-    pthread_cond_t cv;        /* its thread waits here: answered, fsyncs to take, or no leader */
     struct docgroup_op *next; /* queue link */
 } docgroup_op;
 
 typedef struct docgroup {
     pthread_mutex_t mu;
-    pthread_cond_t lead_cv; /* the leader: gathered, or its fsyncs done (each follower
-                               waits on its op's cv, so an answer or a new leader wakes
-                               only the threads concerned) */
+    pthread_cond_t cv;      /* followers: their op done, or fsyncs to take */
+    pthread_cond_t lead_cv; /* the leader: gathered, or its fsyncs done */
     bool gathering;
     docgroup_op *head, **tail; /* ops waiting for the next leader */
-    docgroup_op *inflight;     /* the ops the leader is publishing */
     bool leading;
     int arriving;              /* requests writing their temps, not queued yet */
     size_t nqueued, last_size; /* ops queued; ops in the last group */
