@@ -246,6 +246,16 @@ static int add_dir(char (*dirs)[PATH_MAX], size_t *ndirs, const char *d, uint64_
     return fsx_fsync_dir(d, err);
 }
 
+/* rc, or the failed sync a fault test injects for this collection
+ * (STORH_FAULT_FAIL=fsync:name, as gcommit does for logs and queues). */
+static int injected(const docstore *ds, int rc, storh_err *err)
+{
+    const char *slash = strrchr(ds->dir, '/');
+    if (rc == 0 && fault_fails("fsync", slash ? slash + 1 : ds->dir))
+        rc = storh_err_sys(err, EIO, "Could not sync the group's files of %s", ds->dir);
+    return rc;
+}
+
 /* The durability step of n files (temps written, lines appended): one
  * syncfs, or their fsyncs in parallel. */
 static int sync_files(docstore *ds, docgroup *g, bool fs, const char **paths, size_t n,
@@ -258,11 +268,11 @@ static int sync_files(docstore *ds, docgroup *g, bool fs, const char **paths, si
         if (syncfs(g->sync_fd) != 0)
             return storh_err_sys(err, errno, "Could not sync staged files of %s", ds->dir);
         estats_add(ESTAT_FSYNC_FS, 1);
-        return 0;
+        return injected(ds, 0, err);
     }
     *syncs += n;
     estats_add(ESTAT_FSYNC_FILE, n);
-    return sync_parallel(g, paths, n, err);
+    return injected(ds, sync_parallel(g, paths, n, err), err);
 }
 
 /* Under the lock, after the records' renames: the group's index changes
@@ -340,12 +350,13 @@ static int publish(docstore *ds, docgroup *g, docgroup_op *ops, uint64_t *syncs,
     if (fs && ndirs) { /* one barrier for every touched directory */
         if (syncfs(g->sync_fd) != 0 && !rc)
             rc = storh_err_sys(err, errno, "Could not sync renamed records of %s", ds->dir);
+        rc = injected(ds, rc, err);
         estats_add(ESTAT_FSYNC_FS, 1);
         (*syncs)++;
     } else if (ndirs && !rc) {
         for (size_t j = 0; j < ndirs; j++)
             paths[j] = dirs[j];
-        rc = sync_parallel(g, paths, ndirs, err);
+        rc = injected(ds, sync_parallel(g, paths, ndirs, err), err);
         estats_add(ESTAT_FSYNC_DIR, ndirs);
         *syncs += ndirs;
     }

@@ -8,6 +8,7 @@
  * would take them again). A restart without the fault makes the store
  * writable and /readyz green. */
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "client.h"
@@ -115,6 +116,83 @@ TEST(restart_without_the_fault_serves_the_store_again)
     client_free(&r);
 }
 
+#define DOC_WRITERS 16
+
+typedef struct doc_writer {
+    const daemon_proc *d;
+    pthread_barrier_t *start;
+    int i;
+    long status;
+    pthread_t th;
+} doc_writer;
+
+static void *post_doc(void *arg)
+{
+    doc_writer *w = arg;
+    char body[64];
+    snprintf(body, sizeof body, "{\"w\":%d}", w->i);
+    pthread_barrier_wait(w->start);
+    client_resp r = daemon_json(w->d, "POST", "/v1/docs/ddoomed", body);
+    w->status = r.status;
+    client_free(&r);
+    return NULL;
+}
+
+/* Grouped document writes: a failed sync fails every write of its group
+ * (none acknowledged, none visible), poisons the collection (later writes,
+ * a DELETE included, refused; /readyz names it), other collections keep
+ * working. Its own storhd, so the order of the cases above does not matter. */
+TEST(failed_doc_sync_fails_every_write_of_its_group)
+{
+    daemon_proc dd;
+    setenv("STORH_FAULT_FAIL", "fsync:ddoomed", 1);
+    int started = daemon_start(&dd, NULL, NULL);
+    setenv("STORH_FAULT_FAIL", "fsync:doomed", 1);
+    CHECK_INT(started, 0);
+    if (started)
+        return;
+    static doc_writer ws[DOC_WRITERS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, DOC_WRITERS);
+    for (int i = 0; i < DOC_WRITERS; i++) {
+        ws[i] = (doc_writer){.d = &dd, .start = &start, .i = i};
+        pthread_create(&ws[i].th, NULL, post_doc, &ws[i]);
+    }
+    for (int i = 0; i < DOC_WRITERS; i++) {
+        pthread_join(ws[i].th, NULL);
+        CHECK_INT(ws[i].status, 500); /* EIO: never acknowledged */
+    }
+    pthread_barrier_destroy(&start);
+    client_resp r = daemon_json(&dd, "GET", "/metrics", NULL);
+    CHECK_INT(metric(r.body, "storhd_doc_group_acked_total"), 0);
+    CHECK(metric(r.body, "storhd_doc_group_size_count") >= 1);
+    CHECK(metric(r.body, "storhd_doc_group_size_count") < DOC_WRITERS); /* groups formed */
+    CHECK(strstr(r.body, "\nstorhd_store_refusing_writes{kind=\"doc\",store=\"ddoomed\"} 1\n") !=
+          NULL);
+    client_free(&r);
+    r = daemon_json(&dd, "PUT", "/v1/docs/ddoomed/018bcfe5-6800-7000-8000-2d5dba6274da",
+                    "{\"w\":1}");
+    CHECK_INT(r.status, 500);
+    CHECK(strstr(r.body, "refused until storhd is restarted") != NULL);
+    client_free(&r);
+    r = daemon_json(&dd, "DELETE", "/v1/docs/ddoomed/018bcfe5-6800-7000-8000-2d5dba6274da", NULL);
+    CHECK_INT(r.status, 500);
+    client_free(&r);
+    r = daemon_json(&dd, "GET", "/v1/docs/ddoomed/_export", NULL);
+    CHECK(r.status == 200 || r.status == 404);
+    CHECK(r.status == 404 || r.len == 0); /* nothing of the failed group is visible */
+    client_free(&r);
+    r = daemon_json(&dd, "POST", "/v1/docs/fine", "{\"w\":1}");
+    CHECK_INT(r.status, 201);
+    client_free(&r);
+    r = daemon_json(&dd, "GET", "/readyz", NULL);
+    CHECK_INT(r.status, 503);
+    CHECK(strstr(r.body, "doc ddoomed (Input/output error)") != NULL);
+    client_free(&r);
+    CHECK_INT(daemon_stop(&dd), 0);
+    daemon_cleanup(&dd);
+}
+
 static const test_case tests[] = {
     {"failed_fsync_poisons_the_store_and_readyz_names_it",
      failed_fsync_poisons_the_store_and_readyz_names_it},
@@ -122,6 +200,8 @@ static const test_case tests[] = {
      evictions_keep_the_poisoned_store_open_and_refusing},
     {"restart_without_the_fault_serves_the_store_again",
      restart_without_the_fault_serves_the_store_again},
+    {"failed_doc_sync_fails_every_write_of_its_group",
+     failed_doc_sync_fails_every_write_of_its_group},
 };
 
 static int run_cases(int argc, char **argv);

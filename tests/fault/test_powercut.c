@@ -19,7 +19,10 @@
  * run's writers, sleeps and cut states (the printed seed; thread timing
  * still varies). Every multi-row write is checked all or nothing (docjournal,
  * qstage, the log's bulk segment): whole once acknowledged, and whole or
- * absent while it was in flight at a cut. */
+ * absent while it was in flight at a cut. A second case runs twelve writers
+ * of documents only, so the cuts hit grouped publishes (docgroup), storhd
+ * alternating --doc-sync=syncfs and fsync; it checks groups of several
+ * formed (/metrics just before each kill). */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -40,7 +43,9 @@
 #include "../tmpdir.h"
 #include "uuid7.h"
 
-#define WRITERS 4
+#define WRITERS 4      /* the mixed case */
+#define DOC_WRITERS 12 /* the grouped documents case: enough for groups of several */
+#define LEDGERS DOC_WRITERS
 #define DOCS "pdocs"
 #define LOG "plog"
 #define QUEUE "pjobs"
@@ -80,7 +85,8 @@ static pfmount pm;
 static pfsync_relay relay;
 static daemon_proc d;
 static char scratch[PATH_MAX], root[PATH_MAX], mirror_db[PATH_MAX];
-static ledger ledgers[WRITERS];
+static ledger ledgers[LEDGERS];
+static bool docs_only; /* the writers only PUT and DELETE documents */
 static crashkit_crew crew;
 static bool indexes_acked;
 static long long checked, partial_bulk, dropped_files, torn_pages;
@@ -229,13 +235,16 @@ static bool write_one(void *arg)
 {
     ledger *l = arg;
     long n = ++l->k.seq;
-    unsigned op = (unsigned)(crashkit_rnd(&l->k.rng) % 24);
+    unsigned op = (unsigned)(crashkit_rnd(&l->k.rng) % (docs_only ? 8 : 24));
     if (op <= 5 || l->k.ndocs == 0)
         return put_doc(l, n, op >= 4);
     switch (op) {
     case 6:
         return crashkit_delete_doc(d.base, &l->k, DOCS);
     case 7:
+        if (docs_only)
+            return put_doc(l, n, true);
+        return append_log(l, n);
     case 8:
     case 9:
         return append_log(l, n);
@@ -346,7 +355,7 @@ static void check_docs(void)
 {
     seen_set s;
     read_all("/v1/docs/" DOCS "/_export", &s);
-    for (int w = 0; w < WRITERS; w++) {
+    for (int w = 0; w < LEDGERS; w++) {
         ledger *l = &ledgers[w];
         for (size_t i = 0; i < l->ndbulk; i++) {
             group *g = &l->dbulk[i];
@@ -382,7 +391,7 @@ static void check_logs(void)
 {
     seen_set s;
     read_all("/v1/logs/" LOG, &s);
-    for (int w = 0; w < WRITERS; w++) {
+    for (int w = 0; w < LEDGERS; w++) {
         ledger *l = &ledgers[w];
         for (size_t i = 0; i < l->k.nlogs; i++) {
             crashkit_log *e = &l->k.logs[i];
@@ -430,9 +439,9 @@ static void check_queue(void)
     if (st0 != 404) /* 404: never written to; an acknowledged job is then missed */
         CHECK_INT(st0, 200);
     idset tried = {0}, done = {0};
-    crashkit_pool_completions(ledgers, WRITERS, sizeof ledgers[0], &tried, &done);
+    crashkit_pool_completions(ledgers, LEDGERS, sizeof ledgers[0], &tried, &done);
     long lost = 0, back = 0;
-    for (int w = 0; w < WRITERS; w++) {
+    for (int w = 0; w < LEDGERS; w++) {
         ledger *l = &ledgers[w];
         for (size_t i = 0; i < l->k.enqueued.n; i++) {
             const char *id = l->k.enqueued.id[i];
@@ -458,7 +467,7 @@ static void check_queue(void)
             int have = 0;
             for (size_t k = 0; k < batch.n; k++)
                 have += batch.v[k].b == g->b;
-            for (int v = 0; v < WRITERS; v++)
+            for (int v = 0; v < LEDGERS; v++)
                 for (size_t k = 0; k < ledgers[v].nbjobs; k++)
                     have += ledgers[v].bjobs[k].b == g->b &&
                             !idset_has(&claimed, ledgers[v].bjobs[k].id);
@@ -546,22 +555,53 @@ static int install_relay(void)
 }
 
 static const char *const extra[] = {"--log-segment-bytes", "4096", NULL};
+/* the grouped documents case: each durability step in turn */
+static const char *const extra_syncfs[] = {"--log-segment-bytes", "4096", "--doc-sync=syncfs",
+                                           NULL};
+static const char *const extra_fsync[] = {"--log-segment-bytes", "4096", "--doc-sync=fsync", NULL};
 
-TEST(acknowledged_writes_survive_power_cuts)
+/* The metric line's value (after "name "), 0 if absent. */
+static long long metric(const char *body, const char *name)
+{
+    char key[160];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *p = body ? strstr(body, key) : NULL;
+    return p ? strtoll(p + strlen(key), NULL, 10) : 0;
+}
+
+/* Writes that joined a group of the running storhd after its first write
+ * (the sum of group sizes less the groups). */
+static long long grouped_writes(void)
+{
+    client_resp r = daemon_req(&d, "GET", "/metrics", NULL, NULL);
+    long long n = r.status == 200 ? metric(r.body, "storhd_doc_group_size_sum") -
+                                        metric(r.body, "storhd_doc_group_size_count")
+                                  : 0;
+    client_free(&r);
+    return n;
+}
+
+/* Power cuts with nwriters writers (docs_only: document PUTs and DELETEs
+ * only, storhd alternating --doc-sync syncfs and fsync); returns the writes
+ * that shared a group with an earlier one. */
+static long long run_cuts(int nwriters)
 {
     int cuts = crashkit_env_int("STORHD_POWERCUT_CUTS", 24);
     unsigned long long seed = crashkit_seed("STORHD_POWERCUT_SEED");
-    printf("powercut: %d cuts, seed %llu, multi-row writes checked all-or-nothing\n", cuts, seed);
-    for (int w = 0; w < WRITERS; w++) {
+    printf("powercut: %d cuts, %d writers%s, seed %llu, multi-row writes checked all-or-nothing\n",
+           cuts, nwriters, docs_only ? " of documents only" : "", seed);
+    for (int w = 0; w < LEDGERS; w++) {
         ledgers[w].k.w = w;
         ledgers[w].k.rng = seed + (unsigned long long)w * 7919 + 1;
     }
     int strict = 0, randomized = 0;
+    long long grouped = 0;
     for (int k = 0; k <= cuts; k++) {
         check_mirror_file();
-        if (daemon_start(&d, root, extra) != 0) {
+        const char *const *args = !docs_only ? extra : k % 2 ? extra_fsync : extra_syncfs;
+        if (daemon_start(&d, root, args) != 0) {
             CHECK(!"storhd did not start on what the cut left");
-            return;
+            return grouped;
         }
         if (k == 0) {
             indexes_acked =
@@ -573,8 +613,9 @@ TEST(acknowledged_writes_survive_power_cuts)
         check_all(k % 4 == 1 || k == cuts);
         if (k == cuts || test_failures)
             break;
-        crashkit_crew_start(&crew, WRITERS, write_one, ledgers, sizeof ledgers[0]);
+        crashkit_crew_start(&crew, nwriters, write_one, ledgers, sizeof ledgers[0]);
         crashkit_sleep_ms((long)(30 + crashkit_rnd(&seed) % 370));
+        grouped += grouped_writes(); /* the writers still running */
         daemon_kill(&d);
         crashkit_crew_stop(&crew);
         char cmd[64];
@@ -592,7 +633,7 @@ TEST(acknowledged_writes_survive_power_cuts)
     CHECK_INT(daemon_stop(&d), 0);
     CHECK_INT(atomic_load(&crashkit_5xx), 0); /* a kill ends a request without an answer */
     long long docs = 0, logs = 0, jobs = 0;
-    for (int w = 0; w < WRITERS; w++) {
+    for (int w = 0; w < LEDGERS; w++) {
         for (size_t i = 0; i < ledgers[w].k.ndocs; i++)
             docs += ledgers[w].k.docs[i].acked >= 0 || ledgers[w].k.docs[i].deleted;
         logs += (long long)ledgers[w].k.nlogs;
@@ -601,18 +642,38 @@ TEST(acknowledged_writes_survive_power_cuts)
     printf("powercut: %d strict and %d randomized cuts survived (%lld files dropped, %lld pages "
            "torn; %ld syncfs relayed, %ld compactions, %ld mirror pushes); %lld documents, %lld "
            "log records, %lld jobs, %ld multi-row writes acknowledged (%ld documents _bulk of "
-           "%ld sent, %ld log _bulk, %ld queue arrays); %lld checks of acknowledged writes, %d "
-           "failed; %lld multi-row writes in flight found in part; %ld answers 5xx\n",
+           "%ld sent, %ld log _bulk, %ld queue arrays); %lld document writes grouped with an "
+           "earlier one; %lld checks of acknowledged writes, %d failed; %lld multi-row writes in "
+           "flight found in part; %ld answers 5xx\n",
            strict, randomized, dropped_files, torn_pages, atomic_load(&relay.relayed),
            atomic_load(&compactions), atomic_load(&pushes), docs, logs, jobs,
            atomic_load(&dbulk_acked) + atomic_load(&lbulk_acked) + atomic_load(&qbatch_acked),
            atomic_load(&dbulk_acked), atomic_load(&dbulk_sent), atomic_load(&lbulk_acked),
-           atomic_load(&qbatch_acked), checked, test_failures, partial_bulk,
+           atomic_load(&qbatch_acked), grouped, checked, test_failures, partial_bulk,
            atomic_load(&crashkit_5xx));
+    return grouped;
+}
+
+TEST(acknowledged_writes_survive_power_cuts)
+{
+    docs_only = false;
+    run_cuts(WRITERS);
+}
+
+/* Many writers of one indexed collection, so single-document writes are
+ * published in groups (of both durability steps) when the power goes:
+ * every acknowledged document and its index entries survive, nothing of a
+ * group cut short shows up as acknowledged, the collection verifies clean. */
+TEST(grouped_document_writes_survive_power_cuts)
+{
+    docs_only = true;
+    long long grouped = run_cuts(DOC_WRITERS);
+    CHECK(grouped > 0); /* groups of several were cut */
 }
 
 static const test_case cases[] = {
     TEST_ENTRY(acknowledged_writes_survive_power_cuts),
+    TEST_ENTRY(grouped_document_writes_survive_power_cuts),
 };
 
 /* The powerfs mount the root lives on, and the syncfs relay into it. */
@@ -642,7 +703,7 @@ static int teardown(int rc)
         tmpdir_remove(scratch);
     else
         fprintf(stderr, "kept the backing directory for a look: %s\n", pm.backing);
-    for (int w = 0; w < WRITERS; w++) {
+    for (int w = 0; w < LEDGERS; w++) {
         ledger *l = &ledgers[w];
         crashkit_ledger_free(&l->k);
         free(l->dbulk);
