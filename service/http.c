@@ -374,6 +374,17 @@ static enum MHD_Result send_reply(http_req *req)
     }
     if (!req->resp)
         http_reply_error(req, 500, "The handler produced no response.");
+    /* an answer that streams nothing (a stream holds a reference) needs
+     * neither the handler's state nor its engines any more: both go before
+     * the client can send its next request, so answers already given do
+     * not hold the open-engine budget (--max-open-engines) against it */
+    if (atomic_load(&req->refs) == 1) {
+        if (req->state_free)
+            req->state_free(req->state);
+        req->state_free = NULL;
+        req->state = NULL;
+        registry_release(req->svc->reg, &req->engines);
+    }
     enum MHD_Result r = MHD_queue_response(req->conn, (unsigned)req->status, req->resp);
     MHD_destroy_response(req->resp);
     req->resp = NULL;
