@@ -56,8 +56,8 @@ struct http_req {
      * handler. A fact about the credentials, not a step of the life: it
      * holds through HTTP_BODY, HTTP_DEFERRED and into HTTP_POOL. */
     bool verify_pending;
-    registry_holder
-        engines; /* released once its answer is queued (send_reply), a stream's when freed */
+    /* released once its answer is queued (send_reply), a stream's when freed */
+    registry_holder engines;
 };
 
 /* Drops a reference; the last one frees the request and its state. */
