@@ -204,6 +204,11 @@ void seglog__remove_unreferenced(seglog *s)
 
 int seglog__write_sparse(seglog *s, seg *g, storh_err *err)
 {
+    return seglog__write_sparse_as(s, g, true, err);
+}
+
+int seglog__write_sparse_as(seglog *s, seg *g, bool publish, storh_err *err)
+{
     json_t *entries = json_array();
     for (size_t i = 0; i < g->nsp; i++) {
         json_t *e = json_object();
@@ -219,7 +224,8 @@ int seglog__write_sparse(seglog *s, seg *g, storh_err *err)
     if (!rc)
         rc = seglog__seg_path(s, g->index, path, err);
     if (!rc)
-        rc = fsx_publish(path, b.data, b.len, err);
+        rc = publish ? fsx_publish(path, b.data, b.len, err)
+                     : fsx_write_file(path, b.data, b.len, false, err);
     buf_free(&b);
     return rc;
 }

@@ -125,27 +125,42 @@ int uuid7_generate(char out[UUID7_LEN + 1], int64_t ts_ms, storh_err *err)
     return rc;
 }
 
-static bool is_hex(char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+/* What each byte may be, as bits: a hex digit, '-', the version digit '7'
+ * and a variant digit (8, 9, a, b in either case). */
+enum { U7_HEX = 1, U7_DASH = 2, U7_VER = 4, U7_VAR = 8 };
+
+#define U7_H(c) [c] = U7_HEX
+#define U7_HV(c) [c] = U7_HEX | U7_VAR
+static const uint8_t u7_class[256] = {
+    U7_H('0'),  U7_H('1'),  U7_H('2'),       U7_H('3'),
+    U7_H('4'),  U7_H('5'),  U7_H('6'),       ['7'] = U7_HEX | U7_VER,
+    U7_HV('8'), U7_HV('9'), U7_HV('a'),      U7_HV('b'),
+    U7_H('c'),  U7_H('d'),  U7_H('e'),       U7_H('f'),
+    U7_HV('A'), U7_HV('B'), U7_H('C'),       U7_H('D'),
+    U7_H('E'),  U7_H('F'),  ['-'] = U7_DASH,
+};
+#undef U7_H
+#undef U7_HV
+
+/* the class each position of 8-4-4-4-12 needs */
+static const uint8_t u7_want[UUID7_LEN] = {
+    U7_HEX,  U7_HEX, U7_HEX, U7_HEX, U7_HEX,  U7_HEX,  U7_HEX, U7_HEX, U7_DASH,
+    U7_HEX,  U7_HEX, U7_HEX, U7_HEX, U7_DASH, U7_VER,  U7_HEX, U7_HEX, U7_HEX,
+    U7_DASH, U7_VAR, U7_HEX, U7_HEX, U7_HEX,  U7_DASH, U7_HEX, U7_HEX, U7_HEX,
+    U7_HEX,  U7_HEX, U7_HEX, U7_HEX, U7_HEX,  U7_HEX,  U7_HEX, U7_HEX, U7_HEX,
+};
 
 bool uuid7_is_valid(const char *s, size_t len)
 {
     if (len != UUID7_LEN)
         return false;
-    for (size_t i = 0; i < UUID7_LEN; i++) {
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (s[i] != '-')
-                return false;
-        } else if (!is_hex(s[i])) {
-            return false;
-        }
-    }
-    if (s[14] != '7')
-        return false;
-    char v = s[19];
-    return v == '8' || v == '9' || v == 'a' || v == 'b' || v == 'A' || v == 'B';
+    /* no branch per byte: a byte that lacks its position's class clears
+     * its bit in ok */
+    unsigned ok = 1;
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < UUID7_LEN; i++)
+        ok &= (u7_class[u[i]] & u7_want[i]) != 0;
+    return ok;
 }
 
 static int hexval(char c)
