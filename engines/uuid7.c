@@ -125,42 +125,39 @@ int uuid7_generate(char out[UUID7_LEN + 1], int64_t ts_ms, storh_err *err)
     return rc;
 }
 
-/* What each byte may be, as bits: a hex digit, '-', the version digit '7'
- * and a variant digit (8, 9, a, b in either case). */
-enum { U7_HEX = 1, U7_DASH = 2, U7_VER = 4, U7_VAR = 8 };
-
-#define U7_H(c) [c] = U7_HEX
-#define U7_HV(c) [c] = U7_HEX | U7_VAR
-static const uint8_t u7_class[256] = {
-    U7_H('0'),  U7_H('1'),  U7_H('2'),       U7_H('3'),
-    U7_H('4'),  U7_H('5'),  U7_H('6'),       ['7'] = U7_HEX | U7_VER,
-    U7_HV('8'), U7_HV('9'), U7_HV('a'),      U7_HV('b'),
-    U7_H('c'),  U7_H('d'),  U7_H('e'),       U7_H('f'),
-    U7_HV('A'), U7_HV('B'), U7_H('C'),       U7_H('D'),
-    U7_H('E'),  U7_H('F'),  ['-'] = U7_DASH,
-};
-#undef U7_H
-#undef U7_HV
-
-/* the class each position of 8-4-4-4-12 needs */
-static const uint8_t u7_want[UUID7_LEN] = {
-    U7_HEX,  U7_HEX, U7_HEX, U7_HEX, U7_HEX,  U7_HEX,  U7_HEX, U7_HEX, U7_DASH,
-    U7_HEX,  U7_HEX, U7_HEX, U7_HEX, U7_DASH, U7_VER,  U7_HEX, U7_HEX, U7_HEX,
-    U7_DASH, U7_VAR, U7_HEX, U7_HEX, U7_HEX,  U7_DASH, U7_HEX, U7_HEX, U7_HEX,
-    U7_HEX,  U7_HEX, U7_HEX, U7_HEX, U7_HEX,  U7_HEX,  U7_HEX, U7_HEX, U7_HEX,
+/* 1 for every byte that is not a hex digit (either case) */
+static const uint8_t u7_nothex[256] = {
+    /* clang-format off */
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 0,0,0,0,0,0,0,0,0,0,1,1,1,1,1,1,
+    1,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    /* clang-format on */
 };
 
 bool uuid7_is_valid(const char *s, size_t len)
 {
     if (len != UUID7_LEN)
         return false;
-    /* no branch per byte: a byte that lacks its position's class clears
-     * its bit in ok */
-    unsigned ok = 1;
     const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < UUID7_LEN; i++)
-        ok &= (u7_class[u[i]] & u7_want[i]) != 0;
-    return ok;
+    /* no branch per byte: every check ORs into bad */
+    unsigned bad = (u[8] ^ '-') | (u[13] ^ '-') | (u[18] ^ '-') | (u[23] ^ '-') | (u[14] ^ '7');
+    unsigned v = u[19] | 0x20; /* variant 8, 9, a or b, either case */
+    bad |= (unsigned)!(v == '8' || v == '9' || v == 'a' || v == 'b');
+    bad |= u7_nothex[u[19]];
+    /* the other 30 hex digits, written out (a loop over a position table
+     * costs twice the instructions) */
+#define U7_X(i) u7_nothex[u[i]]
+    bad |= U7_X(0) | U7_X(1) | U7_X(2) | U7_X(3) | U7_X(4) | U7_X(5) | U7_X(6) | U7_X(7);
+    bad |= U7_X(9) | U7_X(10) | U7_X(11) | U7_X(12) | U7_X(15) | U7_X(16) | U7_X(17);
+    bad |= U7_X(20) | U7_X(21) | U7_X(22) | U7_X(24) | U7_X(25) | U7_X(26) | U7_X(27);
+    bad |= U7_X(28) | U7_X(29) | U7_X(30) | U7_X(31) | U7_X(32) | U7_X(33) | U7_X(34) | U7_X(35);
+#undef U7_X
+    return bad == 0;
 }
 
 static int hexval(char c)
