@@ -55,6 +55,7 @@ typedef struct bad_line {
 
 struct seglog {
     char dir[PATH_MAX];
+    char manifest_path[PATH_MAX]; /* dir/manifest.jsonc, stat()ed by every read */
     seglog_opts o;
     pthread_mutex_t mu;
     fsx_lock lock;

@@ -120,9 +120,8 @@ int seglog__manifest_load(seglog *s, bool *exists, storh_err *err)
 
 bool seglog__manifest_changed(seglog *s)
 {
-    char path[PATH_MAX];
     struct stat st;
-    if (fsx_pathf(path, NULL, "%s/manifest.jsonc", s->dir) || stat(path, &st) != 0)
+    if (!s->manifest_path[0] || stat(s->manifest_path, &st) != 0)
         return true;
     return st.st_ino != s->manifest_st.st_ino || st.st_size != s->manifest_st.st_size ||
            st.st_mtim.tv_sec != s->manifest_st.st_mtim.tv_sec ||
