@@ -472,12 +472,18 @@ static int do_claim(queue *q, void *a, buf *lines, storh_err *err)
          * one that cannot be handed out is not claimed */
         json_t *p = j->payload ? json_incref(j->payload) : json_object();
         json_t *e = json_object();
-        if (!p || !e || json_object_set_new_nocheck(e, "id", json_stringn_nocheck(id, UUID7_LEN)) ||
-            json_object_set_new_nocheck(e, "payload", p) ||
-            json_array_append_new(ca->jobs, e) != 0) {
+        /* the setters and append take their value even when they fail */
+        if (!p || !e || json_object_set_new_nocheck(e, "id", json_stringn_nocheck(id, UUID7_LEN))) {
+            json_decref(p);
             json_decref(e);
             return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
         }
+        if (json_object_set_new_nocheck(e, "payload", p)) {
+            json_decref(e);
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        }
+        if (json_array_append_new(ca->jobs, e) != 0)
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
         event(q, lines, "claim", id, NULL, ts, false, NULL);
     }
     s->head = i; /* entries before i are claimed now, or stale */
