@@ -21,6 +21,7 @@ void suite_uuid(const harness_opts *o, bench_result *r)
         uuid7_generate(id, -1, NULL);
     bench_add(r, "uuid.generate", (harness_now() - t) / n * 1e6, "µs", "lower", "UUIDv7 generate");
     /* storh's sample: one id, every other call in upper case */
+    uuid7_generate(id, -1, NULL);
     char up[UUID7_LEN + 1];
     for (int i = 0; i <= UUID7_LEN; i++)
         up[i] = (char)toupper((unsigned char)id[i]);
