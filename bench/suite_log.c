@@ -146,6 +146,11 @@ void suite_log(const harness_opts *o, bench_result *r)
               "compact() after deleting every 10th record (rate over the live ones)");
     json_decref(out);
     seglog_close(s);
+    /* an open removes the first compaction's outputs, which the second one
+     * replaced: done here, untimed, so the reopen below times what it timed
+     * before there were two compactions */
+    s = open_log(o, "events");
+    seglog_close(s);
 
     /* a torn tail on the active segment, then reopen */
     char p[PATH_MAX];
