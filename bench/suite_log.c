@@ -124,9 +124,7 @@ void suite_log(const harness_opts *o, bench_result *r)
     query_free(&cq);
     json_decref(qb);
 
-    bool ex;
-    for (long i = 0; i < n; i += 10)
-        seglog_delete(s, ids[i], &ex, NULL);
+    /* storh's compact(): the log as the puts left it */
     size_t live;
     if (seglog_count(s, &live, &err))
         harness_die("count", &err);
@@ -136,6 +134,22 @@ void suite_log(const harness_opts *o, bench_result *r)
     bench_add(r, "log.compact", live / (harness_now() - t), "records/s", "higher",
               "compact() of every sealed segment");
     json_decref(out);
+    bool ex;
+    for (long i = 0; i < n; i += 10)
+        seglog_delete(s, ids[i], &ex, NULL);
+    if (seglog_count(s, &live, &err))
+        harness_die("count", &err);
+    t = harness_now();
+    if (seglog_compact(s, &out, &err))
+        harness_die("compact", &err);
+    bench_add(r, "log.compact_deleted", live / (harness_now() - t), "records/s", "higher",
+              "compact() after deleting every 10th record (rate over the live ones)");
+    json_decref(out);
+    seglog_close(s);
+    /* an open removes the first compaction's outputs, which the second one
+     * replaced: done here, untimed, so the reopen below times what it timed
+     * before there were two compactions */
+    s = open_log(o, "events");
     seglog_close(s);
 
     /* a torn tail on the active segment, then reopen */

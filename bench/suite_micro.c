@@ -1,4 +1,5 @@
 /* suite_micro (bench): CPU-only figures: UUIDv7 and the in-memory filter. */
+#include <ctype.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -19,11 +20,18 @@ void suite_uuid(const harness_opts *o, bench_result *r)
     for (long i = 0; i < n; i++)
         uuid7_generate(id, -1, NULL);
     bench_add(r, "uuid.generate", (harness_now() - t) / n * 1e6, "µs", "lower", "UUIDv7 generate");
+    /* storh's sample: one id, every other call in upper case */
+    uuid7_generate(id, -1, NULL);
+    char up[UUID7_LEN + 1];
+    for (int i = 0; i <= UUID7_LEN; i++)
+        up[i] = (char)toupper((unsigned char)id[i]);
+    const char *const sample[2] = {id, up};
     volatile int ok = 0;
     t = harness_now();
     for (long i = 0; i < n; i++)
-        ok += uuid7_is_valid(id, UUID7_LEN);
-    bench_add(r, "uuid.validate", (harness_now() - t) / n * 1e6, "µs", "lower", "UUIDv7 validate");
+        ok += uuid7_is_valid(sample[i & 1], UUID7_LEN);
+    bench_add(r, "uuid.validate", (harness_now() - t) / n * 1e6, "µs", "lower",
+              "UUIDv7 validate (lower and upper case alternately)");
     (void)ok;
 }
 

@@ -94,3 +94,24 @@ void buf_consume(buf *b, size_t n)
     b->len -= n;
     b->data[b->len] = '\0';
 }
+
+void buf_append_u64(buf *b, unsigned long long v)
+{
+    char tmp[24];
+    char *e = tmp + sizeof tmp, *p = e;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    buf_append(b, p, (size_t)(e - p));
+}
+
+void buf_append_i64(buf *b, long long v)
+{
+    if (v < 0) {
+        buf_appendc(b, '-');
+        buf_append_u64(b, 0ULL - (unsigned long long)v);
+    } else {
+        buf_append_u64(b, (unsigned long long)v);
+    }
+}

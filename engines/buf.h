@@ -25,6 +25,10 @@ void buf_append(buf *b, const void *p, size_t n);
 void buf_appends(buf *b, const char *s);
 void buf_appendc(buf *b, char c);
 void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Decimal text of v, as printf's %lld / %llu writes it (without its
+ * format parsing: these run once per encoded integer and log line). */
+void buf_append_i64(buf *b, long long v);
+void buf_append_u64(buf *b, unsigned long long v);
 void buf_reset(buf *b);
 void buf_free(buf *b);
 /* Removes the first n bytes, keeping the rest. */

@@ -20,7 +20,10 @@ void frame_encode(buf *out, const char *json, size_t len)
 {
     char hex[9];
     frame_xxh32_hex(json, len, hex);
-    buf_printf(out, "%zu\t%s\t", len, hex);
+    buf_append_u64(out, (unsigned long long)len);
+    buf_appendc(out, '\t');
+    buf_append(out, hex, 8);
+    buf_appendc(out, '\t');
     buf_append(out, json, len);
     buf_appendc(out, '\n');
 }

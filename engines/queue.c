@@ -178,17 +178,22 @@ static void event(queue *q, buf *lines, const char *op, const char *id, const ch
                   int64_t ts, bool done, json_t *payload)
 {
     size_t off = lines->len;
-    buf e = BUF_INIT;
-    buf_appends(&e, "{\"op\":\"");
-    buf_appends(&e, op);
-    buf_appends(&e, "\",\"id\":\"");
-    buf_append(&e, id, UUID7_LEN);
-    buf_appendc(&e, '"');
+    buf *e = &q->ev; /* kept across events: no allocation per event */
+    buf_reset(e);
+    buf_appends(e, "{\"op\":\"");
+    buf_appends(e, op);
+    buf_appends(e, "\",\"id\":\"");
+    buf_append(e, id, UUID7_LEN);
+    buf_appendc(e, '"');
     if (extra)
-        buf_appends(&e, extra);
-    buf_printf(&e, ",\"ts\":%lld}", (long long)ts);
-    frame_encode(lines, e.data, e.len);
-    buf_free(&e);
+        buf_appends(e, extra);
+    buf_appends(e, ",\"ts\":");
+    buf_append_i64(e, (long long)ts);
+    buf_appendc(e, '}');
+    if (buf_failed(e))
+        lines->oom = true;
+    else
+        frame_encode(lines, e->data, e->len);
     q->nevents++;
     own_note(q, op, id, ts, done, payload, off, lines->len - off);
 }
@@ -220,11 +225,12 @@ static bool round_trips(const json_t *v, int depth)
 }
 
 /* The payload the state keeps for an enqueue: what decoding its encoding
- * enc gives, copied without the decode when that is the same tree. */
+ * enc gives; the caller's own tree (a reference, no copy: queue.h) when that
+ * is the same tree. */
 static json_t *own_payload(const json_t *payload, const char *enc, size_t len)
 {
     if (round_trips(payload, 0))
-        return json_deep_copy(payload);
+        return json_incref((json_t *)payload);
     return sjson_loadb(enc, len, JSON_ALLOW_NUL, NULL);
 }
 
@@ -297,6 +303,7 @@ void queue_close(queue *q)
     queue__qstate_free(&q->st);
     own_clear(q);
     free(q->own);
+    buf_free(&q->ev);
     free(q->bad);
     pthread_mutex_destroy(&q->mu);
     free(q);
@@ -481,8 +488,18 @@ static int do_claim(queue *q, void *a, buf *lines, storh_err *err)
         /* a job goes into the answer before its claim event is written:
          * one that cannot be handed out is not claimed */
         json_t *p = j->payload ? json_incref(j->payload) : json_object();
-        json_t *e = p ? json_pack("{ssso}", "id", id, "payload", p) : NULL;
-        if (!e || json_array_append_new(ca->jobs, e) != 0)
+        json_t *e = json_object();
+        /* the setters and append take their value even when they fail */
+        if (!p || !e || json_object_set_new_nocheck(e, "id", json_stringn_nocheck(id, UUID7_LEN))) {
+            json_decref(p);
+            json_decref(e);
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        }
+        if (json_object_set_new_nocheck(e, "payload", p)) {
+            json_decref(e);
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        }
+        if (json_array_append_new(ca->jobs, e) != 0)
             return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
         event(q, lines, "claim", id, NULL, ts, false, NULL);
     }

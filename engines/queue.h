@@ -51,7 +51,9 @@ void queue_close(queue *q);
 int queue_check_jobs(const json_t *jobs, storh_err *err);
 /* jobs: an array of jobs (string "id" supplies the id, object "payload" the
  * payload, else the whole job is the payload). *ids: a new array of the ids
- * in order. One append and one fsync for the whole batch. */
+ * in order. One append and one fsync for the whole batch. The queue may keep
+ * references to the payloads (no copy): the caller must not change them
+ * after the call. */
 int queue_enqueue_many(queue *q, const json_t *jobs, json_t **ids, storh_err *err);
 /* Claims up to limit jobs in FIFO order: *jobs = new array of
  * {"id","payload"} (empty when none is pending). */

@@ -315,6 +315,8 @@ int seglog_open(const char *root, const char *name, const seglog_opts *o, bool c
     s->lock.fd = -1;
     pthread_mutex_init(&s->mu, NULL);
     int rc = seglog_dir(root, name, o, s->dir, err);
+    if (!rc)
+        rc = fsx_pathf(s->manifest_path, err, "%s/manifest.jsonc", s->dir);
     if (rc || idmap_init(&s->state, sizeof(live)) != 0) {
         if (!rc)
             rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");

@@ -3,14 +3,18 @@
  * then compacted). */
 #include "seglog.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
+#include "docgroup.h"
 #include "estats.h"
 #include "fault.h"
 #include "frame.h"
@@ -26,17 +30,21 @@ typedef struct out_file {
     buf bytes;
 } out_file;
 
-static int finish_output(seglog *s, out_file *o, seg **outs, size_t *nouts, storh_err *err)
+/* Writes an output segment and its sparse index. With fs, without fsync:
+ * the caller syncfs(2)es every output once before the manifest names them
+ * (a crash before that leaves files no manifest names, which the next
+ * compaction or open removes). */
+static int finish_output(seglog *s, out_file *o, bool fs, seg **outs, size_t *nouts, storh_err *err)
 {
     if (o->g.records == 0)
         return 0;
     char path[PATH_MAX];
     int rc = seglog__seg_path(s, o->g.file, path, err);
     if (!rc)
-        rc = fsx_write_synced(path, o->bytes.data, o->bytes.len, err);
+        rc = fsx_write_file(path, o->bytes.data, o->bytes.len, !fs, err);
     if (!rc) {
         seglog__index_name_for(o->g.file, o->g.index);
-        rc = seglog__write_sparse(s, &o->g, err);
+        rc = seglog__write_sparse_as(s, &o->g, !fs, err);
     }
     if (rc)
         return rc;
@@ -70,6 +78,16 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
     char token[9];
     if ((rc = fsx_random_hex(token, 4, err)))
         return rc;
+    /* one syncfs for every output where it reports writeback errors (the
+     * descriptor opened before the first write, so its errors since count),
+     * else an fsync per file as before */
+    char dir[PATH_MAX];
+    if ((rc = fsx_pathf(dir, err, "%s/segments", s->dir)))
+        return rc;
+    int sync_fd = -1;
+    if (docgroup_default_mode() != DOCGROUP_SYNC_EACH)
+        sync_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    bool fs = sync_fd >= 0;
     seg *outs = NULL;
     size_t nouts = 0;
     long long kept = 0, outno = 0;
@@ -130,17 +148,24 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
             seglog__seg_note(&o.g, s->o.sparse_interval, id, at);
             kept++;
             if (o.bytes.len >= s->o.max_segment_bytes)
-                rc = finish_output(s, &o, &outs, &nouts, err);
+                rc = finish_output(s, &o, fs, &outs, &nouts, err);
         }
         buf_free(&b);
     }
     if (!rc)
-        rc = finish_output(s, &o, &outs, &nouts, err);
+        rc = finish_output(s, &o, fs, &outs, &nouts, err);
     free(o.g.sp);
     buf_free(&o.bytes);
     buf_free(&line);
-    char dir[PATH_MAX];
-    if (!rc && !(rc = fsx_pathf(dir, err, "%s/segments", s->dir)))
+    if (!rc && fs) {
+        if (syncfs(sync_fd) != 0)
+            rc = storh_err_sys(err, errno, "Could not sync the compacted segments.");
+        else
+            estats_add(ESTAT_FSYNC_FS, 1);
+    }
+    if (sync_fd >= 0)
+        close(sync_fd);
+    if (!rc)
         rc = fsx_fsync_dir(dir, err);
     fault_point("seglog.compact.before_manifest");
     if (rc) {

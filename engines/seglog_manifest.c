@@ -120,9 +120,8 @@ int seglog__manifest_load(seglog *s, bool *exists, storh_err *err)
 
 bool seglog__manifest_changed(seglog *s)
 {
-    char path[PATH_MAX];
     struct stat st;
-    if (fsx_pathf(path, NULL, "%s/manifest.jsonc", s->dir) || stat(path, &st) != 0)
+    if (!s->manifest_path[0] || stat(s->manifest_path, &st) != 0)
         return true;
     return st.st_ino != s->manifest_st.st_ino || st.st_size != s->manifest_st.st_size ||
            st.st_mtim.tv_sec != s->manifest_st.st_mtim.tv_sec ||
@@ -204,6 +203,11 @@ void seglog__remove_unreferenced(seglog *s)
 
 int seglog__write_sparse(seglog *s, seg *g, storh_err *err)
 {
+    return seglog__write_sparse_as(s, g, true, err);
+}
+
+int seglog__write_sparse_as(seglog *s, seg *g, bool publish, storh_err *err)
+{
     json_t *entries = json_array();
     for (size_t i = 0; i < g->nsp; i++) {
         json_t *e = json_object();
@@ -219,7 +223,8 @@ int seglog__write_sparse(seglog *s, seg *g, storh_err *err)
     if (!rc)
         rc = seglog__seg_path(s, g->index, path, err);
     if (!rc)
-        rc = fsx_publish(path, b.data, b.len, err);
+        rc = publish ? fsx_publish(path, b.data, b.len, err)
+                     : fsx_write_file(path, b.data, b.len, false, err);
     buf_free(&b);
     return rc;
 }

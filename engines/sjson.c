@@ -191,9 +191,15 @@ bool sjson_object_is_list(const json_t *obj)
     json_object_keylen_foreach((json_t *)obj, key, klen, val)
     {
         (void)val;
-        char want[24];
-        int n = snprintf(want, sizeof want, "%zu", idx);
-        if ((size_t)n != klen || memcmp(key, want, klen) != 0)
+        /* key must be idx in decimal (no printf: this runs for every object
+         * encoded) */
+        char want[24], *e = want + sizeof want, *p = e;
+        size_t x = idx;
+        do {
+            *--p = (char)('0' + x % 10);
+            x /= 10;
+        } while (x);
+        if ((size_t)(e - p) != klen || memcmp(key, p, klen) != 0)
             return false;
         idx++;
     }
@@ -240,7 +246,7 @@ static int encode(buf *out, const json_t *v, unsigned flags, int depth, storh_er
         buf_append(out, "false", 5);
         return 0;
     case JSON_INTEGER:
-        buf_printf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        buf_append_i64(out, (long long)json_integer_value(v));
         return 0;
     case JSON_REAL: {
         double d = json_real_value(v);

@@ -125,27 +125,39 @@ int uuid7_generate(char out[UUID7_LEN + 1], int64_t ts_ms, storh_err *err)
     return rc;
 }
 
-static bool is_hex(char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+/* 1 for every byte that is not a hex digit (either case) */
+static const uint8_t u7_nothex[256] = {
+    /* clang-format off */
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 0,0,0,0,0,0,0,0,0,0,1,1,1,1,1,1,
+    1,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
+    /* clang-format on */
+};
 
 bool uuid7_is_valid(const char *s, size_t len)
 {
     if (len != UUID7_LEN)
         return false;
-    for (size_t i = 0; i < UUID7_LEN; i++) {
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (s[i] != '-')
-                return false;
-        } else if (!is_hex(s[i])) {
-            return false;
-        }
-    }
-    if (s[14] != '7')
-        return false;
-    char v = s[19];
-    return v == '8' || v == '9' || v == 'a' || v == 'b' || v == 'A' || v == 'B';
+    const unsigned char *u = (const unsigned char *)s;
+    /* no branch per byte: every check ORs into bad */
+    unsigned bad = (u[8] ^ '-') | (u[13] ^ '-') | (u[18] ^ '-') | (u[23] ^ '-') | (u[14] ^ '7');
+    unsigned v = u[19] | 0x20; /* variant 8, 9, a or b, either case */
+    bad |= (unsigned)!(v == '8' || v == '9' || v == 'a' || v == 'b');
+    bad |= u7_nothex[u[19]];
+    /* the other 30 hex digits, written out (a loop over a position table
+     * costs twice the instructions) */
+#define U7_X(i) u7_nothex[u[i]]
+    bad |= U7_X(0) | U7_X(1) | U7_X(2) | U7_X(3) | U7_X(4) | U7_X(5) | U7_X(6) | U7_X(7);
+    bad |= U7_X(9) | U7_X(10) | U7_X(11) | U7_X(12) | U7_X(15) | U7_X(16) | U7_X(17);
+    bad |= U7_X(20) | U7_X(21) | U7_X(22) | U7_X(24) | U7_X(25) | U7_X(26) | U7_X(27);
+    bad |= U7_X(28) | U7_X(29) | U7_X(30) | U7_X(31) | U7_X(32) | U7_X(33) | U7_X(34) | U7_X(35);
+#undef U7_X
+    return bad == 0;
 }
 
 static int hexval(char c)

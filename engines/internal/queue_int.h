@@ -62,6 +62,7 @@ struct queue {
     struct own_event *own;
     size_t nown, capown, nevents;
     bool own_failed;
+    buf ev; /* scratch: the event being encoded */
 };
 
 typedef struct event_fields {

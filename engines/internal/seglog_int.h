@@ -55,6 +55,7 @@ typedef struct bad_line {
 
 struct seglog {
     char dir[PATH_MAX];
+    char manifest_path[PATH_MAX]; /* dir/manifest.jsonc, stat()ed by every read */
     seglog_opts o;
     pthread_mutex_t mu;
     fsx_lock lock;
@@ -118,6 +119,9 @@ int seglog__touch(const char *path, storh_err *err);
 int seglog__open_active(seglog *s, storh_err *err);
 void seglog__remove_unreferenced(seglog *s);
 int seglog__write_sparse(seglog *s, seg *g, storh_err *err);
+/* publish false: written in place without fsync, for a file no manifest
+ * names yet whose writer makes it durable (compaction's syncfs). */
+int seglog__write_sparse_as(seglog *s, seg *g, bool publish, storh_err *err);
 void seglog__index_name_for(const char *file, char *out);
 int seglog__roll(seglog *s, storh_err *err);
 

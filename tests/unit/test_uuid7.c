@@ -23,6 +23,47 @@ TEST(validate)
     CHECK(!uuid7_is_valid("../../../../etc/passwd-000000000000", 36));
 }
 
+/* Every byte at every position of a valid id, in both cases, against the
+ * rule written out plainly: 8-4-4-4-12 hex digits, '7' at 14, 8/9/a/b (any
+ * case) at 19. */
+static bool plain_rule(const char *s)
+{
+    for (int i = 0; i < 36; i++) {
+        char c = s[i];
+        bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-')
+                return false;
+        } else if (i == 14) {
+            if (c != '7')
+                return false;
+        } else if (i == 19) {
+            if (!strchr("89abAB", c) || c == '\0')
+                return false;
+        } else if (!hex) {
+            return false;
+        }
+    }
+    return true;
+}
+
+TEST(validate_every_byte_at_every_position)
+{
+    const char *seeds[2] = {"018bcfe5-6800-7234-9678-9abcdef011fe",
+                            "018BCFE5-6800-7234-B678-9ABCDEF011FE"};
+    long differ = 0;
+    for (int k = 0; k < 2; k++)
+        for (int p = 0; p < 36; p++)
+            for (int c = 0; c < 256; c++) {
+                char s[37];
+                memcpy(s, seeds[k], 37);
+                s[p] = (char)c;
+                if (uuid7_is_valid(s, 36) != plain_rule(s))
+                    differ++;
+            }
+    CHECK_INT(differ, 0);
+}
+
 TEST(timestamp_and_bounds)
 {
     int64_t ms = 0;
@@ -70,6 +111,6 @@ TEST(now_ids_are_monotonic)
 static const test_case tests[] = {
     TEST_ENTRY(format_matches_storh),  TEST_ENTRY(validate),
     TEST_ENTRY(timestamp_and_bounds),  TEST_ENTRY(explicit_ts_counts_up),
-    TEST_ENTRY(now_ids_are_monotonic),
+    TEST_ENTRY(now_ids_are_monotonic), TEST_ENTRY(validate_every_byte_at_every_position),
 };
 TEST_MAIN(tests)
