@@ -17,14 +17,19 @@
 #include "estats.h"
 #include "fault.h"
 #include "fsx.h"
+#include "reccanon.h"
+#include "recfile.h"
 #include "sjson.h"
 #include "writers.h"
 
+/* A staged row keeps what its commit needs, not the row: the record path
+ * follows from the id, a bulk's temp from the id and the row number, and
+ * the decoded data only while the collection has indexes (a commit that
+ * finds indexes defined since decodes the row's temp again). */
 typedef struct stage_row {
-    char *tmp;
-    char *final;
+    char *tmp; /* a single put's temp; NULL in a bulk (docjournal_row_path) */
     char id[UUID7_LEN + 1];
-    json_t *data; /* decoded, for indexes and unique checks */
+    json_t *data; /* decoded, for indexes and unique checks; may be NULL */
 } stage_row;
 
 struct docstore_stage {
@@ -44,17 +49,11 @@ struct docstore_stage {
     bool keep;     /* committed but not finished: the next open finishes it */
 };
 
-typedef struct iter_entry {
-    char *key; /* basename without .jsonc */
-    char *path;
-    size_t order; /* walk order: a later duplicate basename wins */
-} iter_entry;
-
 struct docstore_iter {
     docstore *ds;
     const recquery *q;
-    iter_entry *e;
-    size_t n, cap, pos, emitted;
+    recfile_list l;
+    size_t pos, emitted;
     buf raw;
 };
 
@@ -246,20 +245,18 @@ int docstore_decode_record(const char *bytes, size_t len, const char *expect_id,
     return 0;
 }
 
-/* Reads the record file (stat first, so a cache entry never claims a newer
- * file state than the bytes it holds). */
+/* Reads the record file (its state from the descriptor before the bytes,
+ * so a cache entry never claims a newer file state than the bytes it
+ * holds). */
 static int read_file(docstore *ds, const char *id, json_t **data, buf *raw, struct stat *st,
                      storh_err *err)
 {
     char path[PATH_MAX];
     docstore_record_path(ds, id, path);
-    bool have_st = stat(path, st) == 0;
     size_t start = raw->len;
-    int rc = fsx_read_all(path, raw, err);
+    int rc = recfile_read(path, raw, st, err);
     if (rc == STORH_ENOTFOUND)
         return storh_err_set(err, rc, "Record not found: %s", id);
-    if (!rc && !have_st)
-        rc = storh_err_set(err, STORH_EIO, "Record %s changed while read", id);
     if (!rc)
         rc = docstore_decode_record(raw->data + start, raw->len - start, id, data, err);
     return rc;
@@ -432,19 +429,49 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     if (rc)
         return rc;
     stage_row *row = &st->rows[st->n];
-    row->tmp = strdup(tmp);
-    row->final = strdup(final);
-    row->data = json_incref((json_t *)data);
+    row->tmp = st->bulk ? NULL : strdup(tmp);
+    pthread_rwlock_rdlock(&ds->ixlock);
+    bool indexed = docindex_active(&ds->ix);
+    pthread_rwlock_unlock(&ds->ixlock);
+    row->data = indexed || !st->bulk ? json_incref((json_t *)data) : NULL;
     memcpy(row->id, id, UUID7_LEN + 1);
-    if (!row->tmp || !row->final) {
+    if (!st->bulk && !row->tmp) {
         unlink(tmp);
-        free(row->tmp);
-        free(row->final);
         json_decref(row->data);
         return storh_err_oom(err);
     }
     st->n++;
     return 0;
+}
+
+/* Row i's temp and record paths. */
+static int row_paths(docstore_stage *st, size_t i, char *tmp, char *final, storh_err *err)
+{
+    stage_row *r = &st->rows[i];
+    if (final)
+        docstore_record_path(st->ds, r->id, final);
+    if (!tmp)
+        return 0;
+    if (r->tmp)
+        return fsx_pathf(tmp, err, "%s", r->tmp);
+    return docjournal_row_path(st->j, i, r->id, tmp, err);
+}
+
+/* Indexes defined after a row was staged: its data again, from its temp. */
+static int row_data(docstore_stage *st, size_t i, storh_err *err)
+{
+    stage_row *r = &st->rows[i];
+    if (r->data)
+        return 0;
+    char tmp[PATH_MAX];
+    buf b = BUF_INIT;
+    int rc = row_paths(st, i, tmp, NULL, err);
+    if (!rc)
+        rc = fsx_read_all(tmp, &b, err);
+    if (!rc)
+        rc = docstore_decode_record(b.data, b.len, r->id, &r->data, err);
+    buf_free(&b);
+    return rc;
 }
 
 static int resolve_id(const char *id, char out_id[UUID7_LEN + 1], storh_err *err)
@@ -553,10 +580,10 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
 static void stage_free(docstore_stage *st, size_t from_row)
 {
     for (size_t i = 0; i < st->n; i++) {
-        if (i >= from_row && !st->keep)
-            unlink(st->rows[i].tmp);
+        char tmp[PATH_MAX];
+        if (i >= from_row && !st->keep && row_paths(st, i, tmp, NULL, NULL) == 0)
+            unlink(tmp);
         free(st->rows[i].tmp);
-        free(st->rows[i].final);
         json_decref(st->rows[i].data);
     }
     free(st->rows);
@@ -582,7 +609,9 @@ static int check_unique(docstore_stage *st, storh_err *err)
 {
     docindex *ix = &st->ds->ix;
     for (size_t i = 0; i < st->n; i++) {
-        int rc = docindex_check_unique(ix, st->rows[i].id, st->rows[i].data, err);
+        int rc = row_data(st, i, err);
+        if (!rc)
+            rc = docindex_check_unique(ix, st->rows[i].id, st->rows[i].data, err);
         if (rc)
             return rc;
     }
@@ -610,16 +639,26 @@ static int check_unique(docstore_stage *st, storh_err *err)
  * failure after it leaves the stage for the next open to finish. */
 static int commit_record(docstore_stage *st, storh_err *err)
 {
+    /* the record paths, for the commit record only */
+    char path[PATH_MAX];
+    docstore_record_path(st->ds, st->rows[0].id, path);
+    size_t plen = strlen(path) + 1;
     const char **finals = malloc(2 * st->n * sizeof *finals);
-    if (!finals)
+    char *paths = malloc(st->n * plen);
+    if (!finals || !paths) {
+        free(finals);
+        free(paths);
         return storh_err_oom(err);
+    }
     const char **ids = finals + st->n;
     for (size_t i = 0; i < st->n; i++) {
-        finals[i] = st->rows[i].final;
+        docstore_record_path(st->ds, st->rows[i].id, paths + i * plen);
+        finals[i] = paths + i * plen;
         ids[i] = st->rows[i].id;
     }
     int rc = docjournal_commit(st->j, finals, ids, st->n, err);
     free(finals);
+    free(paths);
     st->keep = rc == 0;
     return rc;
 }
@@ -658,13 +697,16 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
     size_t ndirs = 0;
     for (size_t i = 0; !rc && i < st->n; i++) {
         stage_row *r = &st->rows[i];
+        char tmp[PATH_MAX], final[PATH_MAX];
+        if ((rc = row_paths(st, i, tmp, final, err)))
+            break;
         json_t *old = NULL;
         if (indexed && (rc = old_record(ds, r->id, &old, err)))
             break;
         if (i == 0 && existed0)
-            *existed0 = access(r->final, F_OK) == 0;
-        if ((rc = st->bulk ? docjournal_rename(r->tmp, r->final, err)
-                           : fsx_rename(r->tmp, r->final, false, err))) {
+            *existed0 = access(final, F_OK) == 0;
+        if ((rc = st->bulk ? docjournal_rename(tmp, final, err)
+                           : fsx_rename(tmp, final, false, err))) {
             json_decref(old);
             break;
         }
@@ -677,7 +719,7 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
             rc = docindex_update(&ds->ix, r->id, old, r->data, err);
         json_decref(old);
         char d[PATH_MAX];
-        fsx_dirname(r->final, d, sizeof d);
+        fsx_dirname(final, d, sizeof d);
         size_t j = 0;
         while (j < ndirs && strcmp(dirs[j], d) != 0)
             j++;
@@ -753,7 +795,7 @@ int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_L
                       .data = st->rows[0].data,
                       .err = err,
                       .arrived = true};
-    memcpy(op.final, st->rows[0].final, strlen(st->rows[0].final) + 1);
+    docstore_record_path(ds, out_id, op.final);
     rc = docgroup_commit(ds, &op);
     stage_free(st, op.applied ? 1 : 0);
     if (existed)
@@ -770,69 +812,6 @@ void docstore_set_group_sync(docstore *ds, int mode)
 
 /* ---- enumeration ---- */
 
-static int iter_add(docstore_iter *it, const char *path, const char *name, size_t nlen)
-{
-    if (it->n == it->cap) {
-        size_t cap = it->cap ? it->cap * 2 : 1024;
-        iter_entry *e = realloc(it->e, cap * sizeof *e);
-        if (!e)
-            return -1;
-        it->e = e;
-        it->cap = cap;
-    }
-    iter_entry *e = &it->e[it->n];
-    e->key = strndup(name, nlen - 6);
-    e->path = strdup(path);
-    e->order = it->n;
-    if (!e->key || !e->path) {
-        free(e->key);
-        free(e->path);
-        return -1;
-    }
-    it->n++;
-    return 0;
-}
-
-static int walk(docstore_iter *it, const char *dir, int depth)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return (errno == ENOENT || depth > 0) ? 0 : -1;
-    struct dirent *de;
-    int rc = 0;
-    while (rc == 0 && (de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (!strcmp(nm, ".") || !strcmp(nm, ".."))
-            continue;
-        char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", dir, nm) >= (int)sizeof path)
-            continue;
-        unsigned char type = de->d_type;
-        if (type == DT_UNKNOWN || type == DT_LNK) {
-            struct stat st;
-            if (stat(path, &st) != 0)
-                continue;
-            type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
-        }
-        size_t nl = strlen(nm);
-        if (type == DT_DIR && depth < 64)
-            rc = walk(it, path, depth + 1);
-        else if (type == DT_REG && nl > 6 && !strcmp(nm + nl - 6, ".jsonc"))
-            rc = iter_add(it, path, nm, nl);
-    }
-    closedir(d);
-    return rc;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-    const iter_entry *x = a, *y = b;
-    int c = strcmp(x->key, y->key); /* byte order, like PHP strcmp */
-    if (c)
-        return c;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
-
 int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, storh_err *err)
 {
     docstore_iter *it = calloc(1, sizeof *it);
@@ -841,46 +820,50 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
     it->ds = ds;
     it->q = q;
     char data[PATH_MAX];
-    if (fsx_pathf(data, NULL, "%s/data", ds->dir) != 0 || walk(it, data, 0) != 0) {
+    if (fsx_pathf(data, NULL, "%s/data", ds->dir) != 0 || recfile_list_open(data, &it->l) != 0) {
         int e = errno;
         docstore_iter_close(it);
         return storh_err_sys(err, e, "Could not list records under %s", data);
     }
-    if (it->n)
-        qsort(it->e, it->n, sizeof *it->e, entry_cmp);
-    /* keep the last of each run of equal keys */
-    size_t w = 0;
-    for (size_t r = 0; r < it->n; r++) {
-        if (r + 1 < it->n && !strcmp(it->e[r].key, it->e[r + 1].key)) {
-            free(it->e[r].key);
-            free(it->e[r].path);
-            continue;
-        }
-        it->e[w++] = it->e[r];
-    }
-    it->n = w;
     *out = it;
     return 0;
 }
 
-int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err)
+/* raw non-NULL: the file's bytes may be handed out as they are (when they
+ * are canonical and the query needs no data); *data is then NULL. */
+static int iter_step(docstore_iter *it, const char **id, json_t **data, const char **raw,
+                     size_t *rawlen, storh_err *err)
 {
-    while (it->pos < it->n) {
+    bool bytes_ok = raw && (!it->q || !it->q->where || json_object_size(it->q->where) == 0);
+    while (it->pos < it->l.n) {
         if (it->q && it->q->limit && it->emitted >= it->q->limit)
             return 0;
-        iter_entry *e = &it->e[it->pos++];
-        if (it->q && !recquery_match_id(it->q, e->key, strlen(e->key)))
+        size_t i = it->pos++;
+        const char *key = recfile_list_key(&it->l, i);
+        if (it->q && !recquery_match_id(it->q, key, it->l.e[i].klen))
             continue;
         buf_reset(&it->raw);
-        *id = e->key;
-        int rc = fsx_read_all(e->path, &it->raw, err);
+        *id = key;
+        char path[PATH_MAX];
+        struct stat st;
+        if (recfile_list_path(&it->l, i, path) != 0)
+            continue;
+        int rc = recfile_read(path, &it->raw, &st, err);
         if (rc == STORH_ENOTFOUND)
             continue; /* deleted since the listing */
         if (rc)
             return rc;
         estats_add(ESTAT_DOC_SCAN, 1);
+        if (bytes_ok && it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN) &&
+            reccanon_is_canonical(it->raw.data, it->raw.len, key)) {
+            it->emitted++;
+            *raw = it->raw.data;
+            *rawlen = it->raw.len;
+            *data = NULL;
+            return 1;
+        }
         json_t *d;
-        if ((rc = docstore_decode_record(it->raw.data, it->raw.len, e->key, &d, err)))
+        if ((rc = docstore_decode_record(it->raw.data, it->raw.len, key, &d, err)))
             return rc;
         if (it->q && !recquery_match_data(it->q, d)) {
             json_decref(d);
@@ -888,20 +871,29 @@ int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_
         }
         it->emitted++;
         *data = d;
+        if (raw)
+            *raw = NULL;
         return 1;
     }
     return 0;
+}
+
+int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err)
+{
+    return iter_step(it, id, data, NULL, NULL, err);
+}
+
+int docstore_iter_next_raw(docstore_iter *it, const char **id, const char **raw, size_t *len,
+                           json_t **data, storh_err *err)
+{
+    return iter_step(it, id, data, raw, len, err);
 }
 
 void docstore_iter_close(docstore_iter *it)
 {
     if (!it)
         return;
-    for (size_t i = 0; i < it->n; i++) {
-        free(it->e[i].key);
-        free(it->e[i].path);
-    }
-    free(it->e);
+    recfile_list_free(&it->l);
     buf_free(&it->raw);
     free(it);
 }
@@ -988,15 +980,20 @@ int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_e
         return rc;
     }
     buf line = BUF_INIT;
-    const char *id;
+    const char *id, *raw;
+    size_t rawlen;
     json_t *data;
-    while ((rc = docstore_iter_next(it, &id, &data, err)) == 1) {
-        buf_reset(&line);
-        rc = docstore_encode_record(&line, id, data, err);
-        json_decref(data);
-        if (rc)
-            break;
-        if (fwrite(line.data, 1, line.len, f) != line.len) {
+    while ((rc = docstore_iter_next_raw(it, &id, &raw, &rawlen, &data, err)) == 1) {
+        if (!raw) {
+            buf_reset(&line);
+            rc = docstore_encode_record(&line, id, data, err);
+            json_decref(data);
+            if (rc)
+                break;
+            raw = line.data;
+            rawlen = line.len;
+        }
+        if (fwrite(raw, 1, rawlen, f) != rawlen) {
             rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
             break;
         }
@@ -1014,9 +1011,10 @@ int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_e
 long long docstore_iter_bytes(docstore_iter *it)
 {
     long long total = 0;
-    for (size_t i = 0; i < it->n; i++) {
+    for (size_t i = 0; i < it->l.n; i++) {
+        char path[PATH_MAX];
         struct stat st;
-        if (stat(it->e[i].path, &st) == 0)
+        if (recfile_list_path(&it->l, i, path) == 0 && stat(path, &st) == 0)
             total += st.st_size;
     }
     return total;
@@ -1027,7 +1025,7 @@ size_t docstore_count_files(docstore *ds)
     docstore_iter *it;
     if (docstore_iter_open(ds, NULL, &it, NULL))
         return 0;
-    size_t n = it->n;
+    size_t n = it->l.n;
     docstore_iter_close(it);
     return n;
 }
