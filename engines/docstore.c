@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -55,6 +56,8 @@ struct docstore_iter {
     recfile_list l;
     size_t pos, emitted;
     buf raw;
+    const char *const *fields; /* docstore_iter_fields */
+    size_t nfields;
 };
 
 static int load_schema(docstore *ds, storh_err *err)
@@ -454,6 +457,8 @@ static int row_paths(docstore_stage *st, size_t i, char *tmp, char *final, storh
         return 0;
     if (r->tmp)
         return fsx_pathf(tmp, err, "%s", r->tmp);
+    if (!st->j)
+        return storh_err_set(err, STORH_EINVAL, "No staged rows.");
     return docjournal_row_path(st->j, i, r->id, tmp, err);
 }
 
@@ -577,6 +582,8 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
     return rc;
 }
 
+#define STAGE_TRIM_ROWS 4096
+
 static void stage_free(docstore_stage *st, size_t from_row)
 {
     for (size_t i = 0; i < st->n; i++) {
@@ -594,7 +601,10 @@ static void stage_free(docstore_stage *st, size_t from_row)
         docjournal_release(st->j);
     else
         docjournal_end(st->j);
+    bool big = st->n >= STAGE_TRIM_ROWS;
     free(st);
+    if (big) /* what a big bulk's requests freed goes back to the system */
+        malloc_trim(0);
 }
 
 void docstore_stage_abort(docstore_stage *st)
@@ -862,8 +872,10 @@ static int iter_step(docstore_iter *it, const char **id, json_t **data, const ch
             *data = NULL;
             return 1;
         }
-        json_t *d;
-        if ((rc = docstore_decode_record(it->raw.data, it->raw.len, key, &d, err)))
+        json_t *d = NULL;
+        if (it->nfields && !it->q && it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN))
+            d = reccanon_project(it->raw.data, it->raw.len, key, it->fields, it->nfields);
+        if (!d && (rc = docstore_decode_record(it->raw.data, it->raw.len, key, &d, err)))
             return rc;
         if (it->q && !recquery_match_data(it->q, d)) {
             json_decref(d);
@@ -876,6 +888,12 @@ static int iter_step(docstore_iter *it, const char **id, json_t **data, const ch
         return 1;
     }
     return 0;
+}
+
+void docstore_iter_fields(docstore_iter *it, const char *const *fields, size_t n)
+{
+    it->fields = fields;
+    it->nfields = n;
 }
 
 int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err)

@@ -1,5 +1,6 @@
 #include "reccanon.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "sjson.h"
@@ -14,6 +15,8 @@ typedef struct span {
 
 typedef struct scan {
     const char *p, *end;
+    reccanon_member_fn fn; /* the data's own members, if set */
+    void *ctx;
 } scan;
 
 static int cont(const unsigned char *s, size_t i, size_t n, unsigned char lo, unsigned char hi)
@@ -129,8 +132,16 @@ static bool object(scan *s, int depth)
             if (keys[i].n == k.n && !memcmp(keys[i].p, k.p, k.n))
                 return false;
         keys[nk++] = k;
-        if (s->p >= s->end || *s->p++ != ':' || !value(s, depth + 1))
+        if (s->p >= s->end || *s->p++ != ':')
             return false;
+        const char *v = s->p;
+        if (!value(s, depth + 1))
+            return false;
+        if (depth == 0 && s->fn) {
+            if (memchr(k.p, '\\', k.n))
+                return false; /* the caller would need the key decoded */
+            s->fn(k.p, k.n, v, (size_t)(s->p - v), s->ctx);
+        }
         if (s->p >= s->end)
             return false;
         char c = *s->p++;
@@ -181,15 +192,77 @@ static bool value(scan *s, int depth)
     }
 }
 
-bool reccanon_is_canonical(const char *bytes, size_t len, const char *id)
+static bool check(const char *bytes, size_t len, const char *id, reccanon_member_fn fn, void *ctx)
 {
     static const char head[] = "{\"id\":\"", mid[] = "\",\"data\":";
     size_t hl = sizeof head - 1, il = strlen(id), ml = sizeof mid - 1;
     if (len < hl + il + ml + 3 || memcmp(bytes, head, hl) || memcmp(bytes + hl, id, il) ||
         memcmp(bytes + hl + il, mid, ml) || memcmp(bytes + len - 2, "}\n", 2))
         return false;
-    scan s = {bytes + hl + il + ml, bytes + len - 2};
+    scan s = {bytes + hl + il + ml, bytes + len - 2, fn, ctx};
     if (*s.p != '{' && *s.p != '[')
         return false;
     return value(&s, 0) && s.p == s.end;
+}
+
+bool reccanon_is_canonical(const char *bytes, size_t len, const char *id)
+{
+    return check(bytes, len, id, NULL, NULL);
+}
+
+bool reccanon_members(const char *bytes, size_t len, const char *id, reccanon_member_fn fn,
+                      void *ctx)
+{
+    return check(bytes, len, id, fn, ctx);
+}
+
+typedef struct proj {
+    const char *const *fields;
+    size_t n;
+    json_t *out;
+    bool failed;
+} proj;
+
+/* A member's value bytes (canonical, so plain scalars need no parser). */
+static json_t *decode_value(const char *v, size_t n)
+{
+    if (n >= 2 && v[0] == '"' && !memchr(v, '\\', n))
+        return json_stringn(v + 1, n - 2);
+    if (n == 4 && !memcmp(v, "true", 4))
+        return json_true();
+    if (n == 5 && !memcmp(v, "false", 5))
+        return json_false();
+    if (n == 4 && !memcmp(v, "null", 4))
+        return json_null();
+    if (v[0] == '-' || (v[0] >= '0' && v[0] <= '9'))
+        return json_integer(strtoll(v, NULL, 10)); /* at most 18 digits */
+    return sjson_loadb(v, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+}
+
+static void keep_member(const char *k, size_t kl, const char *v, size_t vl, void *ctx)
+{
+    proj *p = ctx;
+    for (size_t i = 0; i < p->n; i++) {
+        if (strlen(p->fields[i]) != kl || memcmp(p->fields[i], k, kl))
+            continue;
+        json_t *val = decode_value(v, vl);
+        if (!val || json_object_setn_new(p->out, k, kl, val))
+            p->failed = true;
+        return;
+    }
+}
+
+json_t *reccanon_project(const char *bytes, size_t len, const char *id, const char *const *fields,
+                         size_t n)
+{
+    size_t at = 7 + strlen(id) + 9; /* {"id":"<id>","data": */
+    bool list = len > at && bytes[at] == '[';
+    proj p = {fields, n, list ? json_array() : json_object(), false};
+    if (!p.out)
+        return NULL;
+    if (!reccanon_members(bytes, len, id, keep_member, &p) || p.failed) {
+        json_decref(p.out);
+        return NULL;
+    }
+    return p.out;
 }

@@ -10,10 +10,27 @@
 #define STORH_RECCANON_H
 
 #include <stdbool.h>
+#include <jansson.h>
 #include <stddef.h>
 
 /* True only if decoding bytes as a record of id (a valid UUIDv7) and
  * encoding it again gives the same bytes. */
 bool reccanon_is_canonical(const char *bytes, size_t len, const char *id);
+
+/* As reccanon_is_canonical, and for a canonical record whose data is an
+ * object, calls fn with each of the data's own members: its key (as in the
+ * file, no escapes in it) and its value's bytes. A false answer may come
+ * after some calls: the caller drops what they gave. */
+typedef void (*reccanon_member_fn)(const char *key, size_t klen, const char *val, size_t vlen,
+                                   void *ctx);
+bool reccanon_members(const char *bytes, size_t len, const char *id, reccanon_member_fn fn,
+                      void *ctx);
+
+/* For a canonical record: its data with only the given top-level fields
+ * (an empty list when the data is a list), decoded as the whole record
+ * would be. NULL when the bytes are not canonical: decode them instead.
+ * New reference. */
+json_t *reccanon_project(const char *bytes, size_t len, const char *id, const char *const *fields,
+                         size_t n);
 
 #endif

@@ -239,9 +239,18 @@ static int encode(buf *out, const json_t *v, unsigned flags, int depth, storh_er
     case JSON_FALSE:
         buf_append(out, "false", 5);
         return 0;
-    case JSON_INTEGER:
-        buf_printf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    case JSON_INTEGER: { /* the digits by hand: printf was a tenth of an encode */
+        json_int_t x = json_integer_value(v);
+        unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+        char tmp[24], *e = tmp + sizeof tmp, *p = e;
+        do
+            *--p = (char)('0' + u % 10);
+        while (u /= 10);
+        if (x < 0)
+            *--p = '-';
+        buf_append(out, p, (size_t)(e - p));
         return 0;
+    }
     case JSON_REAL: {
         double d = json_real_value(v);
         if (!isfinite(d))

@@ -146,7 +146,39 @@ TEST(accepted_bytes_roundtrip)
     buf_free(&b);
 }
 
+/* The projection an index build reads equals the full decode's fields. */
+TEST(projection_matches_the_decode)
+{
+    const char *fields[] = {"kind", "n", "s", "nested", "missing"};
+    const char *datas[] = {
+        "{\"kind\":\"page\",\"n\":-42,\"s\":\"caf\xc3\xa9\\n\",\"nested\":{\"a\":[1,true]},"
+        "\"other\":null}",
+        "{\"kind\":null,\"n\":true,\"s\":false,\"x\":\"y\"}",
+        "[1,2,3]",
+    };
+    buf b = BUF_INIT;
+    for (size_t i = 0; i < sizeof datas / sizeof *datas; i++) {
+        CHECK(canonical(datas[i], &b));
+        json_t *full, *p = reccanon_project(b.data, b.len, ID, fields, 5);
+        CHECK(p != NULL);
+        CHECK(docstore_decode_record(b.data, b.len, ID, &full, NULL) == 0);
+        CHECK(json_is_object(p) == json_is_object(full));
+        for (size_t f = 0; json_is_object(full) && f < 5; f++) {
+            json_t *a = json_object_get(full, fields[f]), *c = json_object_get(p, fields[f]);
+            CHECK((a == NULL) == (c == NULL));
+            CHECK(!a || (json_typeof(a) == json_typeof(c) && json_equal(a, c)));
+        }
+        CHECK(json_object_get(p, "other") == NULL && json_object_get(p, "x") == NULL);
+        json_decref(p);
+        json_decref(full);
+    }
+    CHECK(reccanon_project(R("{\"kind\":1.5}"), strlen(R("{\"kind\":1.5}")), ID, fields, 5) ==
+          NULL);
+    buf_free(&b);
+}
+
 static const test_case tests[] = {
+    TEST_ENTRY(projection_matches_the_decode),
     TEST_ENTRY(encoder_output_is_recognised),
     TEST_ENTRY(what_it_is_not_sure_of_is_refused),
     TEST_ENTRY(accepted_bytes_roundtrip),
