@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "sjson.h"
 
 #define MAX_DEPTH 64
@@ -265,4 +266,127 @@ json_t *reccanon_project(const char *bytes, size_t len, const char *id, const ch
         return NULL;
     }
     return p.out;
+}
+
+/* ---- building the tree of bytes check() accepted ---- */
+
+/* A validated string literal at *p (escapes only the short ones) into its
+ * value: out gets the bytes, unescaped. */
+static void unescape(const char **p, buf *out)
+{
+    const char *q = *p + 1;
+    buf_reset(out);
+    for (;;) {
+        const char *run = q;
+        while (*q != '"' && *q != '\\')
+            q++;
+        buf_append(out, run, (size_t)(q - run));
+        if (*q == '"')
+            break;
+        char c = q[1];
+        buf_appendc(out, c == 'b'   ? '\b'
+                         : c == 'f' ? '\f'
+                         : c == 'n' ? '\n'
+                         : c == 'r' ? '\r'
+                         : c == 't' ? '\t'
+                                    : c);
+        q += 2;
+    }
+    *p = q + 1;
+}
+
+static json_t *build(const char **p, buf *tmp)
+{
+    const char *q = *p;
+    json_t *v;
+    switch (*q) {
+    case '{': {
+        v = json_object();
+        q++;
+        for (;;) {
+            unescape(&q, tmp);
+            if (buf_failed(tmp)) {
+                json_decref(v);
+                return NULL;
+            }
+            size_t kl = tmp->len;
+            char kbuf[256], *k = kl < sizeof kbuf ? kbuf : malloc(kl + 1);
+            if (k)
+                memcpy(k, tmp->data ? tmp->data : "", kl + 1);
+            q++; /* ':' */
+            json_t *e = k ? build(&q, tmp) : NULL;
+            if (!v || !e || json_object_setn_new_nocheck(v, k, kl, e)) {
+                if (k != kbuf)
+                    free(k);
+                json_decref(v);
+                return NULL;
+            }
+            if (k != kbuf)
+                free(k);
+            if (*q++ == '}')
+                break;
+        }
+        break;
+    }
+    case '[':
+        v = json_array();
+        q++;
+        if (*q == ']') {
+            q++;
+            break;
+        }
+        for (;;) {
+            json_t *e = build(&q, tmp);
+            if (!v || !e || json_array_append_new(v, e)) {
+                json_decref(v);
+                return NULL;
+            }
+            if (*q++ == ']')
+                break;
+        }
+        break;
+    case '"': {
+        const char *r = q + 1;
+        while (*r != '"' && *r != '\\')
+            r++;
+        if (*r == '"') { /* no escapes: the bytes as they are (UTF-8 checked) */
+            v = json_stringn_nocheck(q + 1, (size_t)(r - q - 1));
+            q = r + 1;
+        } else {
+            unescape(&q, tmp);
+            v = buf_failed(tmp) ? NULL : json_stringn_nocheck(tmp->data, tmp->len);
+        }
+        break;
+    }
+    case 't':
+        v = json_true();
+        q += 4;
+        break;
+    case 'f':
+        v = json_false();
+        q += 5;
+        break;
+    case 'n':
+        v = json_null();
+        q += 4;
+        break;
+    default: {
+        char *end;
+        v = json_integer(strtoll(q, &end, 10)); /* at most 18 digits */
+        q = end;
+    }
+    }
+    *p = q;
+    return v;
+}
+
+json_t *reccanon_decode(const char *bytes, size_t len, const char *id)
+{
+    if (!check(bytes, len, id, NULL, NULL))
+        return NULL;
+    const char *p = bytes + 7 + strlen(id) + 9; /* {"id":"<id>","data": */
+    buf tmp = BUF_INIT;
+    json_t *v = build(&p, &tmp);
+    buf_free(&tmp);
+    return v;
 }

@@ -33,4 +33,10 @@ bool reccanon_members(const char *bytes, size_t len, const char *id, reccanon_me
 json_t *reccanon_project(const char *bytes, size_t len, const char *id, const char *const *fields,
                          size_t n);
 
+/* For a canonical record: its data, built straight from the bytes (the
+ * tree docstore_decode_record gives, without a general parser). NULL when
+ * the bytes are not canonical (or memory ran out): decode them instead.
+ * New reference. */
+json_t *reccanon_decode(const char *bytes, size_t len, const char *id);
+
 #endif
