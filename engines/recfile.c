@@ -205,6 +205,13 @@ void recfile_list_free(recfile_list *l)
 int recfile_list_path(const recfile_list *l, size_t i, char *out)
 {
     const recfile_ent *e = &l->e[i];
-    int n = snprintf(out, PATH_MAX, "%s/%s.jsonc", l->arena + l->dirs[e->dir], l->arena + e->key);
-    return n < 0 || n >= PATH_MAX ? -1 : 0;
+    const char *dir = l->arena + l->dirs[e->dir];
+    size_t dl = strlen(dir);
+    if (dl + 1 + e->klen + 6 >= PATH_MAX)
+        return -1;
+    memcpy(out, dir, dl);
+    out[dl] = '/';
+    memcpy(out + dl + 1, l->arena + e->key, e->klen);
+    memcpy(out + dl + 1 + e->klen, ".jsonc", 7);
+    return 0;
 }
