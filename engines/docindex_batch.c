@@ -199,64 +199,25 @@ static int delta_append(docindex_batch *b, const char *field, const char *path, 
     return 0;
 }
 
-/* Adds (add) or removes the entries of one record, as a single write does
- * (docindex_write.c), into the group's files. */
-static int change_record(docindex_batch *b, const char *id, const json_t *data, bool add,
-                         storh_err *err)
+/* The group's changes: kept in its files until the group is staged. */
+static int batch_delta(void *ctx, const char *field, const char *path, const buf *line,
+                       storh_err *err)
 {
-    docindex *ix = b->ix;
-    if (!json_is_object(data))
-        return 0;
-    int rc = 0;
-    for (size_t i = 0; !rc && i < ix->n; i++) {
-        const idxdef *d = &ix->defs[i];
-        json_t *v = json_object_get(data, d->field);
-        if (!docindex_indexable(v))
-            continue;
-        char p[PATH_MAX];
-        buf k = BUF_INIT;
-        if (d->range) {
-            docindex_range_key(v, &k);
-            buf line = BUF_INIT;
-            docindex_range_line(&line, k.data, v, add ? id : NULL, add ? NULL : id);
-            rc = docindex_range_path(ix, d->field, ".delta.jsonl", p, err);
-            if (!rc)
-                rc = delta_append(b, d->field, p, &line, err);
-            buf_free(&line);
-        } else {
-            docindex_value_key(v, &k);
-            rc = docindex_eq_path(ix, d->field, k.data, p, err);
-            if (!rc)
-                rc = entry_change(b, p, d->field, k.data, v, id, add, err);
-        }
-        buf_free(&k);
-        if (rc || !docindex_is_plain(d))
-            continue;
-        for (size_t j = i + 1; !rc && j < ix->n; j++) {
-            const idxdef *d2 = &ix->defs[j];
-            json_t *v2 = json_object_get(data, d2->field);
-            if (!docindex_is_plain(d2) || !docindex_indexable(v2))
-                continue;
-            buf ck = BUF_INIT, field = BUF_INIT;
-            docindex_compound_key(v, v2, &ck);
-            buf_appends(&field, d->field);
-            buf_appendc(&field, '\t');
-            buf_appends(&field, d2->field);
-            rc = docindex_compound_path(ix, d->field, d2->field, ck.data, p, err);
-            if (!rc)
-                rc = entry_change(b, p, field.data, ck.data, NULL, id, add, err);
-            buf_free(&ck);
-            buf_free(&field);
-        }
-    }
-    return rc;
+    return delta_append(ctx, field, path, line, err);
+}
+
+static int batch_entry(void *ctx, const char *path, const char *field, const char *key,
+                       const json_t *value, const char *id, bool add, storh_err *err)
+{
+    return entry_change(ctx, path, field, key, value, id, add, err);
 }
 
 int docindex_batch_update(docindex_batch *b, const char *id, const json_t *old, const json_t *nw,
                           storh_err *err)
 {
-    int rc = old ? change_record(b, id, old, false, err) : 0;
-    return rc ? rc : (nw ? change_record(b, id, nw, true, err) : 0);
+    docindex_sink sink = {.delta = batch_delta, .entry = batch_entry, .ctx = b};
+    int rc = old ? docindex_record_changes(b->ix, id, old, false, &sink, err) : 0;
+    return rc ? rc : (nw ? docindex_record_changes(b->ix, id, nw, true, &sink, err) : 0);
 }
 
 /* Whether another id than id holds v on the range field d: the files, then
@@ -373,15 +334,8 @@ static int stage_entry(docindex_batch *b, bentry *e, storh_err *err)
         e->tmp[0] = '\0';
         return storh_err_set(err, STORH_EINVAL, "Path too long: %s", e->path);
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "field", json_string(e->field));
-    json_object_set_new(o, "key", json_string(e->key));
-    json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(e->ids)));
-    json_object_set(o, "value", e->value ? e->value : json_null());
-    json_object_set(o, "ids", e->ids);
     buf enc = BUF_INIT;
-    rc = sjson_encode_doc(&enc, o, 0, err);
-    json_decref(o);
+    rc = docindex_encode_entry(&enc, e->field, e->key, e->value, e->ids, err);
     if (!rc)
         rc = fsx_write_file(e->tmp, enc.data, enc.len, false, err);
     buf_free(&enc);

@@ -132,6 +132,20 @@ void docindex_sort_ids(json_t *ids)
     free(v);
 }
 
+int docindex_encode_entry(buf *out, const char *field, const char *key, const json_t *value,
+                          json_t *ids, storh_err *err)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "field", json_string(field));
+    json_object_set_new(o, "key", json_string(key));
+    json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(ids)));
+    json_object_set(o, "value", value ? (json_t *)value : json_null());
+    json_object_set(o, "ids", ids);
+    int rc = sjson_encode_doc(out, o, 0, err);
+    json_decref(o);
+    return rc;
+}
+
 int docindex_write_entry(const char *path, const char *field, const char *key, const json_t *value,
                          json_t *ids, storh_err *err)
 {
@@ -146,15 +160,8 @@ int docindex_write_entry(const char *path, const char *field, const char *key, c
         fsx_dirname(path, dir, sizeof dir);
         return fsx_fsync_dir(dir, err);
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "field", json_string(field));
-    json_object_set_new(o, "key", json_string(key));
-    json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(ids)));
-    json_object_set(o, "value", value ? (json_t *)value : json_null());
-    json_object_set(o, "ids", ids);
     buf b = BUF_INIT;
-    int rc = sjson_encode_doc(&b, o, 0, err);
-    json_decref(o);
+    int rc = docindex_encode_entry(&b, field, key, value, ids, err);
     if (!rc)
         rc = fsx_publish(path, b.data, b.len, err);
     buf_free(&b);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsx.h"
 #include "sjson.h"
 
 #define MEM_BUCKETS 1024
@@ -240,42 +241,17 @@ static int parsed_ids(const char *t, size_t len, const char *key, const char *pa
 int docindex_read_state(const char *path, buf *b, mstate *st, storh_err *err)
 {
     memset(st, 0, sizeof *st);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return STORH_ENOTFOUND;
-        return storh_err_sys(err, errno, "Could not read storage file: %s", path);
-    }
     struct stat s;
-    if (fstat(fd, &s) != 0) {
-        int e = errno;
-        close(fd);
-        return storh_err_sys(err, e, "Could not stat storage file: %s", path);
+    storh_err local; /* an absent file is no error here: err stays untouched */
+    int rc = fsx_read_all_stat(path, b, &s, &local);
+    if (rc == STORH_ENOTFOUND)
+        return rc;
+    if (rc) {
+        if (err)
+            *err = local;
+        return rc;
     }
     *st = state_of(&s);
-    if (!buf_reserve(b, (size_t)s.st_size + 4096)) {
-        close(fd);
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory reading %s", path);
-    }
-    for (;;) {
-        if (!buf_reserve(b, 4096)) {
-            close(fd);
-            return storh_err_set(err, STORH_ENOMEM, "Out of memory reading %s", path);
-        }
-        ssize_t r = read(fd, b->data + b->len, b->cap - b->len - 1);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            close(fd);
-            return storh_err_sys(err, e, "Could not read storage file: %s", path);
-        }
-        if (r == 0)
-            break;
-        b->len += (size_t)r;
-    }
-    b->data[b->len] = '\0';
-    close(fd);
     return 0;
 }
 

@@ -39,8 +39,8 @@ int docindex_check_unique(docindex *ix, const char *id, const json_t *data, stor
     return 0;
 }
 
-/* Adds (add) or removes the entries of one record. */
-static int change_record(docindex *ix, const char *id, const json_t *data, bool add, storh_err *err)
+int docindex_record_changes(docindex *ix, const char *id, const json_t *data, bool add,
+                            const docindex_sink *sink, storh_err *err)
 {
     if (!json_is_object(data))
         return 0;
@@ -58,18 +58,13 @@ static int change_record(docindex *ix, const char *id, const json_t *data, bool 
             docindex_range_line(&line, k.data, v, add ? id : NULL, add ? NULL : id);
             rc = docindex_range_path(ix, d->field, ".delta.jsonl", p, err);
             if (!rc)
-                rc = docindex_append_synced(p, line.data, line.len, err);
+                rc = sink->delta(sink->ctx, d->field, p, &line, err);
             buf_free(&line);
         } else {
             docindex_value_key(v, &k);
             rc = docindex_eq_path(ix, d->field, k.data, p, err);
-            if (!rc) {
-                char dir[PATH_MAX];
-                fsx_dirname(p, dir, sizeof dir);
-                rc = fsx_mkdirs(dir, true, err);
-            }
             if (!rc)
-                rc = docindex_entry_change(p, d->field, k.data, v, id, add, err);
+                rc = sink->entry(sink->ctx, p, d->field, k.data, v, id, add, err);
         }
         buf_free(&k);
         /* compound buckets: every pair of plain fields present */
@@ -86,13 +81,8 @@ static int change_record(docindex *ix, const char *id, const json_t *data, bool 
             buf_appendc(&field, '\t');
             buf_appends(&field, d2->field);
             rc = docindex_compound_path(ix, d->field, d2->field, ck.data, p, err);
-            if (!rc) {
-                char dir[PATH_MAX];
-                fsx_dirname(p, dir, sizeof dir);
-                rc = fsx_mkdirs(dir, true, err);
-            }
             if (!rc)
-                rc = docindex_entry_change(p, field.data, ck.data, NULL, id, add, err);
+                rc = sink->entry(sink->ctx, p, field.data, ck.data, NULL, id, add, err);
             buf_free(&ck);
             buf_free(&field);
         }
@@ -100,9 +90,27 @@ static int change_record(docindex *ix, const char *id, const json_t *data, bool 
     return rc;
 }
 
+/* A single write's changes, each made durable as it is made. */
+static int delta_synced(void *ctx, const char *field, const char *path, const buf *line,
+                        storh_err *err)
+{
+    return docindex_append_synced(path, line->data, line->len, err);
+}
+
+static int entry_synced(void *ctx, const char *path, const char *field, const char *key,
+                        const json_t *value, const char *id, bool add, storh_err *err)
+{
+    char dir[PATH_MAX];
+    fsx_dirname(path, dir, sizeof dir);
+    int rc = fsx_mkdirs(dir, true, err);
+    return rc ? rc : docindex_entry_change(path, field, key, value, id, add, err);
+}
+
+static const docindex_sink synced = {.delta = delta_synced, .entry = entry_synced};
+
 int docindex_update(docindex *ix, const char *id, const json_t *old, const json_t *nw,
                     storh_err *err)
 {
-    int rc = old ? change_record(ix, id, old, false, err) : 0;
-    return rc ? rc : (nw ? change_record(ix, id, nw, true, err) : 0);
+    int rc = old ? docindex_record_changes(ix, id, old, false, &synced, err) : 0;
+    return rc ? rc : (nw ? docindex_record_changes(ix, id, nw, true, &synced, err) : 0);
 }

@@ -35,6 +35,8 @@ typedef struct docstore_iter docstore_iter;
 int docstore_open(const char *root, const char *name, docstore **out, storh_err *err);
 void docstore_close(docstore *ds);
 const char *docstore_dir(const docstore *ds);
+/* Whether the collection exists on disk (its first write creates it). */
+bool docstore_exists(const docstore *ds);
 
 /* The canonical record bytes {"id":"..","data":..}\n appended to out. */
 int docstore_encode_record(buf *out, const char *id, const json_t *data, storh_err *err);

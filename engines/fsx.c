@@ -43,15 +43,29 @@ int fsx_mkdirs(const char *path, bool sync_parents, storh_err *err)
 
 int fsx_read_all(const char *path, buf *out, storh_err *err)
 {
+    return fsx_read_all_stat(path, out, NULL, err);
+}
+
+int fsx_read_all_stat(const char *path, buf *out, struct stat *st, storh_err *err)
+{
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return storh_err_set(err, STORH_ENOTFOUND, "No such file: %s", path);
         return storh_err_sys(err, errno, "Could not read storage file: %s", path);
     }
-    struct stat st;
-    if (fstat(fd, &st) == 0 && st.st_size > 0)
-        buf_reserve(out, (size_t)st.st_size);
+    struct stat local;
+    memset(&local, 0, sizeof local);
+    struct stat *s = st ? st : &local;
+    if (fstat(fd, s) != 0) {
+        if (st) { /* the caller needs the state: no guessing */
+            int e = errno;
+            close(fd);
+            return storh_err_sys(err, e, "Could not stat storage file: %s", path);
+        }
+    } else if (s->st_size > 0) {
+        buf_reserve(out, (size_t)s->st_size);
+    }
     for (;;) {
         if (!buf_reserve(out, 4096)) {
             close(fd);

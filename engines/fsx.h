@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "buf.h"
@@ -18,6 +19,9 @@
 int fsx_mkdirs(const char *path, bool sync_parents, storh_err *err);
 /* Appends the whole file to out. STORH_ENOTFOUND if it does not exist. */
 int fsx_read_all(const char *path, buf *out, storh_err *err);
+/* As fsx_read_all, and *st = fstat of the descriptor the bytes came from
+ * (a failed fstat is then an error). */
+int fsx_read_all_stat(const char *path, buf *out, struct stat *st, storh_err *err);
 /* Creates path exclusively, writes data, fsyncs and closes it. On failure the
  * file is removed. */
 int fsx_write_synced(const char *path, const void *data, size_t len, storh_err *err);

@@ -425,6 +425,23 @@ static int do_enqueue(queue *q, void *a, buf *lines, storh_err *err)
     return rc;
 }
 
+int queue_check_jobs(const json_t *jobs, storh_err *err)
+{
+    if (!json_is_array(jobs))
+        return storh_err_set(err, STORH_EINVAL, "Jobs must be a JSON array.");
+    size_t i;
+    const json_t *jobj;
+    json_array_foreach(jobs, i, jobj)
+    {
+        if (!json_is_object(jobj))
+            return storh_err_set(err, STORH_EINVAL, "Job %zu: jobs must be JSON objects.", i);
+        const json_t *idv = json_object_get(jobj, "id");
+        if (json_is_string(idv) && !uuid7_is_valid(json_string_value(idv), json_string_length(idv)))
+            return storh_err_set(err, STORH_EINVAL, "Job %zu: Invalid UUIDv7 value.", i);
+    }
+    return 0;
+}
+
 int queue_enqueue_many(queue *q, const json_t *jobs, json_t **ids, storh_err *err)
 {
     if (!json_is_array(jobs))

@@ -45,6 +45,10 @@ typedef struct queue queue;
 int queue_open(const char *root, const char *name, bool create, queue **out, storh_err *err);
 void queue_close(queue *q);
 
+/* The checks an enqueue makes of its jobs before it writes (an array of
+ * objects, ids UUIDv7 where given), for a caller that must refuse bad jobs
+ * before it creates the queue. */
+int queue_check_jobs(const json_t *jobs, storh_err *err);
 /* jobs: an array of jobs (string "id" supplies the id, object "payload" the
  * payload, else the whole job is the payload). *ids: a new array of the ids
  * in order. One append and one fsync for the whole batch. */

@@ -32,6 +32,10 @@ typedef struct mdriver_ops {
     char quote; /* identifier quote */
     /* a row when the table named by the one text parameter exists */
     const char *has_table_sql;
+    /* starts a transaction that will write: SQLite takes its write lock at
+     * once (BEGIN IMMEDIATE), so a transaction that read first cannot fail
+     * with a stale snapshot when another process wrote in between */
+    const char *begin_write_sql;
     int (*exec)(mdriver *d, const char *sql, const mparam *p, int np, storh_err *err);
     int (*query)(mdriver *d, const char *sql, const mparam *p, int np, mrow_fn fn, void *ctx,
                  storh_err *err);
@@ -56,6 +60,10 @@ static inline int mdriver_query(mdriver *d, const char *sql, const mparam *p, in
                                 void *ctx, storh_err *err)
 {
     return d->ops->query(d, sql, p, np, fn, ctx, err);
+}
+static inline int mdriver_begin_write(mdriver *d, storh_err *err)
+{
+    return d->ops->exec(d, d->ops->begin_write_sql, NULL, 0, err);
 }
 static inline void mdriver_close(mdriver *d)
 {

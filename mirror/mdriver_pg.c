@@ -167,13 +167,15 @@ static void pg_close(mdriver *md)
 }
 
 static const mdriver_ops pg_ops = {
-    "postgres",
-    '"',
-    "SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = $1 AND schemaname = "
-    "ANY (pg_catalog.current_schemas(false))",
-    pg_exec,
-    pg_query,
-    pg_close};
+    .name = "postgres",
+    .quote = '"',
+    .has_table_sql = "SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = $1 AND schemaname = "
+                     "ANY (pg_catalog.current_schemas(false))",
+    .begin_write_sql = "BEGIN",
+    .exec = pg_exec,
+    .query = pg_query,
+    .close = pg_close,
+};
 
 int mdriver_pg_open(const char *conninfo, mdriver **out, storh_err *err)
 {

@@ -129,8 +129,14 @@ static void sq_close(mdriver *md)
 }
 
 static const mdriver_ops sq_ops = {
-    "sqlite", '"',      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-    sq_exec,  sq_query, sq_close};
+    .name = "sqlite",
+    .quote = '"',
+    .has_table_sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+    .begin_write_sql = "BEGIN IMMEDIATE",
+    .exec = sq_exec,
+    .query = sq_query,
+    .close = sq_close,
+};
 
 int mdriver_sqlite_open(const char *path, mdriver **out, storh_err *err)
 {

@@ -332,7 +332,7 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         rc = mirror__exec_stmts(m, ddl, err); /* push works on a fresh database too */
     json_decref(ddl);
     if (!rc)
-        rc = mdriver_exec(m->db, "BEGIN", NULL, 0, err);
+        rc = mdriver_begin_write(m->db, err);
     if (rc) {
         push_outcome(m, c, false, mark);
         return mirror__settle(m, rc);
@@ -479,7 +479,7 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
         rc = mirror__exec_stmts(m, ddl, err);
     json_decref(ddl);
     if (!rc)
-        rc = mdriver_exec(m->db, "BEGIN", NULL, 0, err);
+        rc = mdriver_begin_write(m->db, err);
     row_stmt ins = {BUF_INIT, 0};
     insert_sql(m, c, &ins);
     const char *ph = mirror__is_pg(m) ? "$1" : "?";

@@ -29,7 +29,8 @@ sources=$(git ls-files '*.c' '*.h' 2>/dev/null || find engines service tests -na
 clang-format --dry-run --Werror $sources
 cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 --inline-suppr \
   --suppress=unknownMacro \
-  -I engines -I service -I mirror -I client engines service mirror bench
+  -I engines -I service -I mirror -I client \
+  -I engines/internal -I service/internal -I mirror/internal engines service mirror bench
 # the deployment's alerting rules (ctest also unit-tests them: prometheus_test_rules)
 promtool check rules deploy/prometheus/storhd.rules.yml
 

@@ -3,8 +3,9 @@
  * "kid"); libjwt parses the token, OpenSSL checks the signature against the
  * parsed key; alg must be RS256 (none, HS256 and the rest are refused);
  * exp/nbf with a leeway, iss and aud when configured. Verified tokens are
- * cached by SHA-256 digest, bounded by entries and by bytes, and never kept
- * past their exp. Thread-safe; the auth owns its key and cache. */
+ * cached (found by a seeded 128-bit hash, matched on the whole token),
+ * bounded by entries and by bytes, and never kept past their exp. Thread-safe; the auth owns its
+ * key and cache. */
 #ifndef STORHD_AUTH_H
 #define STORHD_AUTH_H
 

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "rcache.h"
 
 /* Descriptors kept for what is neither a connection nor an engine: stdio,
@@ -161,37 +162,38 @@ void budget_render_metrics(buf *out, const budget *b, registry *reg)
     registry_get_stats(reg, &s);
     rcache_stats c;
     rcache_totals(&c);
+    metrics_family(out, "storhd_engines_open", "gauge", "Engines open, by kind.");
     buf_printf(out,
-               "# HELP storhd_engines_open Engines open, by kind.\n"
-               "# TYPE storhd_engines_open gauge\n"
                "storhd_engines_open{kind=\"docs\"} %zu\n"
                "storhd_engines_open{kind=\"log\"} %zu\n"
-               "storhd_engines_open{kind=\"queue\"} %zu\n"
-               "# HELP storhd_engines_held Open engines a request is using.\n"
-               "# TYPE storhd_engines_held gauge\nstorhd_engines_held %zu\n"
-               "# HELP storhd_engines_budget Engines that may be open at once.\n"
-               "# TYPE storhd_engines_budget gauge\nstorhd_engines_budget %zu\n"
-               "# HELP storhd_engine_events_total Engine opens, reopens (after an eviction), "
-               "evictions of idle engines and refusals (budget full, all in use).\n"
-               "# TYPE storhd_engine_events_total counter\n"
+               "storhd_engines_open{kind=\"queue\"} %zu\n",
+               s.open[REGISTRY_DOC], s.open[REGISTRY_LOG], s.open[REGISTRY_QUEUE]);
+    metrics_family(out, "storhd_engines_held", "gauge", "Open engines a request is using.");
+    buf_printf(out, "storhd_engines_held %zu\n", s.held);
+    metrics_family(out, "storhd_engines_budget", "gauge", "Engines that may be open at once.");
+    buf_printf(out, "storhd_engines_budget %zu\n", s.max_open);
+    metrics_family(out, "storhd_engine_events_total", "counter",
+                   "Engine opens, reopens (after an eviction), evictions of idle engines and "
+                   "refusals (budget full, all in use).");
+    buf_printf(out,
                "storhd_engine_events_total{event=\"open\"} %llu\n"
                "storhd_engine_events_total{event=\"reopen\"} %llu\n"
                "storhd_engine_events_total{event=\"eviction\"} %llu\n"
-               "storhd_engine_events_total{event=\"refusal\"} %llu\n"
-               "# HELP storhd_fds_budget Descriptors: the limit, and what connections may use.\n"
-               "# TYPE storhd_fds_budget gauge\n"
+               "storhd_engine_events_total{event=\"refusal\"} %llu\n",
+               (unsigned long long)s.opens, (unsigned long long)s.reopens,
+               (unsigned long long)s.evictions, (unsigned long long)s.refusals);
+    metrics_family(out, "storhd_fds_budget", "gauge",
+                   "Descriptors: the limit, and what connections may use.");
+    buf_printf(out,
                "storhd_fds_budget{use=\"limit\"} %llu\n"
                "storhd_fds_budget{use=\"connections\"} %llu\n"
-               "storhd_fds_budget{use=\"engines\"} %llu\n"
-               "# HELP storhd_cache_budget_bytes The record caches' total budget.\n"
-               "# TYPE storhd_cache_budget_bytes gauge\nstorhd_cache_budget_bytes %zu\n"
-               "# HELP storhd_cache_budget_evictions_total Entries evicted to stay within it.\n"
-               "# TYPE storhd_cache_budget_evictions_total counter\n"
-               "storhd_cache_budget_evictions_total %llu\n",
-               s.open[REGISTRY_DOC], s.open[REGISTRY_LOG], s.open[REGISTRY_QUEUE], s.held,
-               s.max_open, (unsigned long long)s.opens, (unsigned long long)s.reopens,
-               (unsigned long long)s.evictions, (unsigned long long)s.refusals,
+               "storhd_fds_budget{use=\"engines\"} %llu\n",
                (unsigned long long)b->nofile, (unsigned long long)b->max_conns * FDS_PER_CONN,
-               (unsigned long long)s.max_open * FDS_PER_ENGINE, b->cache_bytes_total,
+               (unsigned long long)s.max_open * FDS_PER_ENGINE);
+    metrics_family(out, "storhd_cache_budget_bytes", "gauge", "The record caches' total budget.");
+    buf_printf(out, "storhd_cache_budget_bytes %zu\n", b->cache_bytes_total);
+    metrics_family(out, "storhd_cache_budget_evictions_total", "counter",
+                   "Entries evicted to stay within it.");
+    buf_printf(out, "storhd_cache_budget_evictions_total %llu\n",
                (unsigned long long)rcache_budget_evictions());
 }

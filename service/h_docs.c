@@ -5,11 +5,13 @@
 #include <string.h>
 
 #include "apierr.h"
+#include "bulkspool.h"
 #include "docstore.h"
 #include "http.h"
 #include "ndjson.h"
 #include "reqparse.h"
 #include "sjson.h"
+#include "uuid7.h"
 #include "xxhash.h"
 
 docstore *h_docs_store(http_req *req, bool fail_mode)
@@ -251,6 +253,8 @@ typedef struct bulk_state {
     docstore_stage *st;
     ndjson_lines lines;
     bool import;
+    bool pending; /* the collection does not exist yet: the body is checked and spooled */
+    bulkspool spool;
 } bulk_state;
 
 static void bulk_free(void *p)
@@ -258,7 +262,31 @@ static void bulk_free(void *p)
     bulk_state *b = p;
     docstore_stage_abort(b->st); /* no-op after a commit */
     ndjson_lines_free(&b->lines);
+    bulkspool_close(&b->spool);
     free(b);
+}
+
+/* The checks the stage makes of a row when its collection has no schema
+ * and no index yet (it does not exist): the row's shape and its id. */
+static int bulk_check_row(void *ctx, http_req *req, const char *p, size_t n, size_t lineno)
+{
+    const bulk_state *b = ctx;
+    storh_err err;
+    json_t *row = sjson_decode(p, n, &err);
+    int rc = row ? 0 : STORH_EINVAL;
+    if (row && !json_is_object(row) && !(b->import && json_is_array(row))) {
+        rc = storh_err_set(&err, STORH_EINVAL, "%s",
+                           b->import ? "JSONL import rows must be objects."
+                                     : "Bulk rows must be JSON objects.");
+    } else if (json_is_object(row)) {
+        const json_t *id = json_object_get(row, "id");
+        if (json_is_string(id) && !uuid7_is_valid(json_string_value(id), json_string_length(id)))
+            rc = storh_err_set(&err, STORH_EINVAL, "Invalid UUIDv7 value.");
+    }
+    json_decref(row);
+    if (rc)
+        return http_fail(req, apierr_status(rc), "Line %zu: %s", lineno, err.msg);
+    return 0;
 }
 
 static int bulk_row(void *ctx, http_req *req, const char *p, size_t n, size_t lineno)
@@ -293,10 +321,19 @@ int h_docs_bulk_begin(http_req *req)
     bulk_state *b = calloc(1, sizeof *b);
     if (!b)
         return http_fail(req, 503, "Out of memory.");
+    b->spool.fd = -1;
     b->import = mode && !strcmp(mode, "import");
-    ndjson_lines_init(&b->lines, http_service(req)->cfg.max_body, bulk_row, b);
     http_set_state(req, b, bulk_free);
+    size_t max = http_service(req)->cfg.max_body;
     storh_err err;
+    if (!docstore_exists(ds)) { /* created at the end, so a refused bulk creates nothing */
+        b->pending = true;
+        ndjson_lines_init(&b->lines, max, bulk_check_row, b);
+        if (bulkspool_open(&b->spool, http_service(req)->cfg.root, &err))
+            return http_fail_storh(req, &err);
+        return 0;
+    }
+    ndjson_lines_init(&b->lines, max, bulk_row, b);
     if (docstore_stage_begin(ds, &b->st, &err))
         return http_fail_storh(req, &err);
     return 0;
@@ -305,12 +342,33 @@ int h_docs_bulk_begin(http_req *req)
 int h_docs_bulk_body(http_req *req, const char *data, size_t len)
 {
     bulk_state *b = http_state(req);
-    return ndjson_lines_feed(&b->lines, req, data, len);
+    int rc = ndjson_lines_feed(&b->lines, req, data, len);
+    storh_err err;
+    if (!rc && b->pending && data && bulkspool_write(&b->spool, data, len, &err))
+        rc = http_fail_storh(req, &err);
+    return rc;
+}
+
+/* The body of a new collection's bulk, checked whole: staged now through
+ * the row path of an existing collection (its first row creates it). */
+static int bulk_stage_pending(http_req *req, bulk_state *b)
+{
+    docstore *ds = h_docs_store(req, true);
+    if (!ds)
+        return -1;
+    storh_err err;
+    ndjson_lines_free(&b->lines);
+    ndjson_lines_init(&b->lines, http_service(req)->cfg.max_body, bulk_row, b);
+    if (docstore_stage_begin(ds, &b->st, &err))
+        return http_fail_storh(req, &err);
+    return bulkspool_replay(&b->spool, &b->lines, req);
 }
 
 int h_docs_bulk_end(http_req *req)
 {
     bulk_state *b = http_state(req);
+    if (b->pending && bulk_stage_pending(req, b))
+        return 0;
     size_t written = 0, staged = docstore_stage_count(b->st);
     storh_err err;
     int rc = docstore_stage_commit(b->st, &written, &err);

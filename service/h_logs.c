@@ -6,11 +6,13 @@
 #include <time.h>
 
 #include "apierr.h"
+#include "bulkspool.h"
 #include "http.h"
 #include "ndjson.h"
 #include "reqparse.h"
 #include "seglog.h"
 #include "sjson.h"
+#include "uuid7.h"
 
 /* The configured options of this request's stream. */
 static int stream_opts(http_req *req, seglog_opts *o, storh_err *err)
@@ -72,12 +74,14 @@ static int reply_record(http_req *req, int status, const char *id, const json_t 
 
 int h_logs_append(http_req *req)
 {
-    seglog *s = log_for(req, -1, true);
-    if (!s)
-        return 0;
-    json_t *data = http_body_object(req);
+    json_t *data = http_body_object(req); /* a bad body creates no stream */
     if (!data)
         return 0;
+    seglog *s = log_for(req, -1, true);
+    if (!s) {
+        json_decref(data);
+        return 0;
+    }
     char id[UUID7_LEN + 1];
     storh_err err;
     if (seglog_put(s, NULL, data, id, &err))
@@ -275,6 +279,8 @@ int h_logs_repair(http_req *req)
 typedef struct bulk_state {
     ndjson_lines lines;
     seglog_batch *b;
+    bool pending; /* the stream does not exist yet: the body is checked and spooled */
+    bulkspool spool;
 } bulk_state;
 
 static void bulk_free(void *p)
@@ -282,7 +288,29 @@ static void bulk_free(void *p)
     bulk_state *b = p;
     seglog_batch_abort(b->b);
     ndjson_lines_free(&b->lines);
+    bulkspool_close(&b->spool);
     free(b);
+}
+
+/* The checks seglog_batch_element makes of a row without a stream: an
+ * object, and an id, when it has one, a UUIDv7. */
+static int bulk_check_row(void *ctx, http_req *req, const char *p, size_t n, size_t lineno)
+{
+    (void)ctx;
+    storh_err err;
+    json_t *row = sjson_decode(p, n, &err);
+    int rc = row ? 0 : STORH_EINVAL;
+    if (row && !json_is_object(row)) {
+        rc = storh_err_set(&err, STORH_EINVAL, "Bulk rows must be JSON objects.");
+    } else if (row) {
+        const json_t *id = json_object_get(row, "id");
+        if (json_is_string(id) && !uuid7_is_valid(json_string_value(id), json_string_length(id)))
+            rc = storh_err_set(&err, STORH_EINVAL, "Invalid UUIDv7 value.");
+    }
+    json_decref(row);
+    if (rc)
+        return http_fail(req, apierr_status(rc), "Line %zu: %s", lineno, err.msg);
+    return 0;
 }
 
 static int bulk_row(void *ctx, http_req *req, const char *p, size_t n, size_t lineno)
@@ -301,18 +329,30 @@ static int bulk_row(void *ctx, http_req *req, const char *p, size_t n, size_t li
     return 0;
 }
 
+/* A bulk into a stream that exists stages its rows as they arrive; one into
+ * a new stream checks and spools them (bulkspool.h), and creates the stream
+ * only at the end, so a refused bulk creates nothing. */
 int h_logs_bulk_begin(http_req *req)
 {
     seglog *s = NULL;
     storh_err err;
-    /* the opener's own status: a full disk is 507, not a generic 500 */
-    if (log_open(req, -1, true, &s, &err))
-        return http_fail_storh(req, &err);
     bulk_state *b = calloc(1, sizeof *b);
     if (!b)
         return http_fail(req, 503, "Out of memory.");
+    b->spool.fd = -1;
     http_set_state(req, b, bulk_free);
-    ndjson_lines_init(&b->lines, http_service(req)->cfg.max_body, bulk_row, b);
+    size_t max = http_service(req)->cfg.max_body;
+    /* the opener's own status: a full disk is 507, not a generic 500 */
+    if (log_open(req, -1, false, &s, &err)) {
+        if (err.code != STORH_ENOTFOUND)
+            return http_fail_storh(req, &err);
+        b->pending = true;
+        ndjson_lines_init(&b->lines, max, bulk_check_row, b);
+        if (bulkspool_open(&b->spool, http_service(req)->cfg.root, &err))
+            return http_fail_storh(req, &err);
+        return 0;
+    }
+    ndjson_lines_init(&b->lines, max, bulk_row, b);
     if (seglog_batch_begin(s, &b->b, &err))
         return http_fail_storh(req, &err);
     return 0;
@@ -321,12 +361,33 @@ int h_logs_bulk_begin(http_req *req)
 int h_logs_bulk_body(http_req *req, const char *data, size_t len)
 {
     bulk_state *b = http_state(req);
-    return ndjson_lines_feed(&b->lines, req, data, len);
+    int rc = ndjson_lines_feed(&b->lines, req, data, len);
+    storh_err err;
+    if (!rc && b->pending && data && bulkspool_write(&b->spool, data, len, &err))
+        rc = http_fail_storh(req, &err);
+    return rc;
+}
+
+/* The body of a new stream's bulk, checked whole: the stream is created now
+ * and the body replayed through the row path of an existing stream. */
+static int bulk_publish_pending(http_req *req, bulk_state *b)
+{
+    seglog *s = NULL;
+    storh_err err;
+    if (log_open(req, -1, true, &s, &err))
+        return http_fail_storh(req, &err);
+    ndjson_lines_free(&b->lines);
+    ndjson_lines_init(&b->lines, http_service(req)->cfg.max_body, bulk_row, b);
+    if (seglog_batch_begin(s, &b->b, &err))
+        return http_fail_storh(req, &err);
+    return bulkspool_replay(&b->spool, &b->lines, req);
 }
 
 int h_logs_bulk_end(http_req *req)
 {
     bulk_state *b = http_state(req);
+    if (b->pending && bulk_publish_pending(req, b))
+        return 0;
     size_t written = 0, staged = seglog_batch_count(b->b);
     storh_err err;
     int rc = seglog_batch_commit(b->b, &written, &err);

@@ -42,6 +42,10 @@ int h_queues_enqueue(http_req *req)
         json_decref(body);
         return http_reply_error(req, 400, "Request body must be a job object or an array.");
     }
+    if (queue_check_jobs(jobs, &err)) { /* bad jobs create no queue */
+        json_decref(jobs);
+        return http_reply_storh(req, &err);
+    }
     queue *q = queue_for(req, true, false);
     if (!q) {
         json_decref(jobs);

@@ -8,14 +8,20 @@
 #include "rpc.h"
 
 /* The answer of a call, from the cache or from PostgreSQL: 304 when the
- * client holds this ETag, the rows otherwise. Takes res->body. */
+ * client holds this ETag, the rows otherwise. Takes res->body (a cache hit's
+ * is sent from the entry's bytes, held, not copied). */
 static int reply(http_req *req, rpc_result *res)
 {
     service *svc = http_service(req);
     const char *inm = http_header(req, "If-None-Match");
     if (inm && !strcmp(inm, res->etag)) {
         http_reply_empty(req, 304);
-        free(res->body);
+        if (res->hold)
+            rpc_release(res->hold);
+        else
+            free(res->body);
+    } else if (res->hold) {
+        http_reply_held(req, 200, "application/json", res->body, res->len, rpc_release, res->hold);
     } else {
         http_reply_take(req, 200, "application/json", res->body, res->len);
     }
@@ -92,7 +98,7 @@ int h_rpc(http_req *req)
     rpc_key *k = key_of(req);
     if (!k)
         return 0;
-    rpc_result res;
+    rpc_result res = {0};
     storh_err err;
     if (rpc_call(http_service(req)->rpc, k, &res, &err)) {
         http_reply_storh(req, &err);

@@ -1,3 +1,55 @@
+/* http: the request life over libmicrohttpd (MHD), and the daemon.
+ *
+ * MHD calls on_access several times per request: with the headers, with
+ * each piece of the body, at the end of the body, and once more when a
+ * suspended connection is resumed. Between those calls req->life
+ * (http_int.h) says where the request is; each move is made by one function:
+ *
+ *    on_uri
+ *      |
+ *      v        req_begin refused                drains_body
+ *     NEW ------------------------------> FAILED ------------> DRAINING
+ *      |                                   ^  |                   |
+ *      | req_begin accepted    http_fail   |  | end of body       | end of body
+ *      v                 (a body callback) |  v    (finish)       |  (finish)
+ *     BODY --------------------------------+  send_reply <--------+
+ *      |  \                                   ^  ^
+ *      |   \-dispatch: a loop handler, finish-+  | on_access (resumed)
+ *      |                                         |
+ *      | dispatch: http_defer                    | run_deferred: http_complete
+ *      v                                         |
+ *   DEFERRED --finish: suspend, http_requeue--> POOL
+ *                                              |  ^
+ *                                    http_park |  | http_requeue
+ *                                              v  |
+ *                                             PARKED
+ *
+ *   send_reply -> REPLIED --on_completed--> freed (http_req_unref)
+ *
+ *   NEW -> BODY          on_access's first call: req_begin accepted the headers
+ *   NEW -> FAILED        req_begin refused them (404, 405, 400, 401, 403, 413,
+ *                        415); with no body on its way send_reply answers now
+ *   FAILED -> DRAINING   on_access: a body is on its way (drains_body), so it
+ *                        is read and dropped before the answer
+ *   BODY -> FAILED       http_fail from a body callback (413, 503, a bad line)
+ *   BODY -> DEFERRED     dispatch -> http_defer: the route runs off the loop
+ *   BODY -> REPLIED      dispatch ran a loop handler; finish -> send_reply
+ *   DEFERRED -> POOL     finish: MHD_suspend_connection, then http_requeue
+ *   POOL -> PARKED       http_park (longpoll_park) from the pool handler
+ *   PARKED -> POOL       http_requeue (a kick or the deadline) runs it again
+ *   POOL -> REPLIED      run_deferred -> http_complete resumes the connection;
+ *                        on_access -> send_reply
+ *   FAILED, DRAINING -> REPLIED   end of the body: finish -> send_reply
+ *   REPLIED -> freed     on_completed (access log, metrics) -> http_req_unref;
+ *                        a streamed response holds a reference to its end
+ *
+ * Error states: FAILED and DRAINING carry a decided reply (fail_status,
+ * fail_msg) that send_reply gives instead of any other, after freeing the
+ * handler's state (a bulk stage is undone before the client hears). A
+ * DRAINING body over HTTP_DRAIN_MAX closes the connection. A token refused
+ * on the pool is answered there (run_off_loop) and stays POOL. A pool
+ * handler that leaves no reply gets a 500 (run_deferred). A streamed body
+ * whose fill fails ends with MHD's error (http_reply.c), never complete. */
 #include "http.h"
 
 #include <arpa/inet.h>
@@ -16,43 +68,12 @@
 #include "accesslog.h"
 #include "apierr.h"
 #include "auth.h"
-#include "budget.h"
+#include "http_int.h"
 #include "metrics.h"
-#include "sjson.h"
 
 struct http_server {
     struct MHD_Daemon *d;
     service *svc;
-};
-
-struct http_req {
-    struct MHD_Connection *conn;
-    service *svc;
-    const char *method;
-    char *url;  /* as received (for the log) */
-    char *path; /* split by the router; params point into it */
-    route_match m;
-    const route *route;
-    buf body;
-    bool failed; /* an error was decided while the body came in */
-    int fail_status;
-    char fail_msg[512];
-    char log_error[256]; /* the message of a 5xx reply */
-    struct MHD_Response *resp;
-    int status;
-    uint64_t t0_us;
-    uint64_t bytes_in;
-    _Atomic uint64_t bytes_out;
-    atomic_int refs; /* the connection, plus a streamed response */
-    void *state;
-    void (*state_free)(void *);
-    json_t *claims;                 /* of the verified token, when auth is on */
-    bool encoded_slash;             /* the raw path held %2F: never a separator */
-    int (*deferred)(http_req *req); /* set by http_defer, run on the pool */
-    bool suspended, parked;
-    bool draining;           /* refused before its body: the body is read and dropped */
-    bool verify_pending;     /* the token is not in the cache: verified on the pool */
-    registry_holder engines; /* released when the request is freed */
 };
 
 static uint64_t now_us(void)
@@ -62,7 +83,7 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void req_unref(http_req *req)
+void http_req_unref(http_req *req)
 {
     if (atomic_fetch_sub(&req->refs, 1) != 1)
         return;
@@ -79,252 +100,55 @@ static void req_unref(http_req *req)
     free(req);
 }
 
-service *http_service(http_req *req)
+static bool failed(const http_req *req)
 {
-    return req->svc;
+    return req->life == HTTP_FAILED || req->life == HTTP_DRAINING;
 }
 
-registry_holder *http_engines(http_req *req)
-{
-    return &req->engines;
-}
-
-const char *http_param(http_req *req, const char *name)
-{
-    size_t n = strlen(name);
-    for (int i = 0; i < req->m.nparams; i++)
-        if (req->m.params[i].name_len == n && !memcmp(req->m.params[i].name, name, n))
-            return req->m.params[i].value;
-    return NULL;
-}
-
-const char *http_query(http_req *req, const char *key)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
-typedef struct each_ctx {
-    void (*fn)(void *, const char *, const char *);
-    void *ctx;
-} each_ctx;
-
-static enum MHD_Result each_arg(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
-{
-    (void)kind;
-    each_ctx *e = cls;
-    e->fn(e->ctx, k, v ? v : "");
-    return MHD_YES;
-}
-
-void http_query_each(http_req *req, void (*fn)(void *ctx, const char *k, const char *v), void *ctx)
-{
-    each_ctx e = {fn, ctx};
-    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, each_arg, &e);
-}
-
-const char *http_header(http_req *req, const char *name)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
-}
-
-const json_t *http_claims(http_req *req)
-{
-    return req->claims;
-}
-
-const buf *http_body(http_req *req)
-{
-    return &req->body;
-}
-
-void http_set_state(http_req *req, void *state, void (*free_fn)(void *))
-{
-    req->state = state;
-    req->state_free = free_fn;
-}
-
-void *http_state(http_req *req)
-{
-    return req->state;
-}
-
-static void set_resp(http_req *req, int status, struct MHD_Response *r)
-{
-    if (req->resp)
-        MHD_destroy_response(req->resp);
-    req->resp = r;
-    req->status = status;
-}
-
-int http_reply_bytes(http_req *req, int status, const char *ctype, const char *data, size_t len)
-{
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return -1;
-    if (ctype)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    set_resp(req, status, r);
-    req->bytes_out = len;
-    return 0;
-}
-
-int http_reply_take(http_req *req, int status, const char *ctype, char *data, size_t len)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(data);
-        return -1;
-    }
-    if (ctype)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    set_resp(req, status, r);
-    req->bytes_out = len;
-    return 0;
-}
-
-int http_reply_empty(http_req *req, int status)
-{
-    return http_reply_bytes(req, status, NULL, "", 0);
-}
-
-int http_reply_json(http_req *req, int status, const json_t *body)
-{
-    buf b = BUF_INIT;
-    storh_err err;
-    int rc = sjson_encode(&b, body, 0, &err);
-    if (rc == 0)
-        rc = http_reply_bytes(req, status, "application/json", b.data, b.len);
-    else
-        rc = http_reply_error(req, 500, "Could not encode the response: %s", err.msg);
-    buf_free(&b);
-    return rc;
-}
-
-int http_reply_owned(http_req *req, int status, json_t *body)
-{
-    int rc = http_reply_json(req, status, body);
-    json_decref(body);
-    return rc;
-}
-
-static int reply_errorv(http_req *req, int status, const char *fmt, va_list ap)
-{
-    char msg[600];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    if (status >= 500) /* kept for the access log line */
-        snprintf(req->log_error, sizeof req->log_error, "%.250s", msg);
-    json_t *text = json_string(msg);
-    if (!text) /* the message quoted input that is not UTF-8 */
-        text = json_string("(message not printable: the request contained invalid UTF-8)");
-    json_t *body = json_pack("{s{sisssO}}", "error", "status", status, "code", apierr_code(status),
-                             "message", text);
-    json_decref(text);
-    buf b = BUF_INIT;
-    sjson_encode(&b, body, 0, NULL);
-    json_decref(body);
-    int rc = http_reply_bytes(req, status, "application/json", b.data, b.len);
-    buf_free(&b);
-    if (status == 503) /* a limit or a dependency: worth another try soon */
-        http_header_add(req, "Retry-After", "1");
-    return rc;
-}
-
-/* Out of descriptors, memory or engine room: /readyz says so for a while,
- * and idle engines give their descriptors back for the retry. */
-static void note_limit(http_req *req, const storh_err *err)
-{
-    if (err->code == STORH_ELIMIT || err->code == STORH_ENOMEM)
-        budget_note_exhausted(err->msg);
-    if (err->code == STORH_ELIMIT)
-        registry_shed_idle(req->svc->reg);
-}
-
-int http_reply_error(http_req *req, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = reply_errorv(req, status, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-int http_reply_bulk(http_req *req, int rc, size_t written, size_t staged, const storh_err *err)
-{
-    if (rc)
-        note_limit(req, err);
-    if (rc)
-        return http_reply_error(req, apierr_status(rc), "%s (%zu of %zu rows written)", err->msg,
-                                written, staged);
-    return http_reply_owned(req, 200, json_pack("{sI}", "written", (json_int_t)written));
-}
-
-int http_reply_storh(http_req *req, const storh_err *err)
-{
-    note_limit(req, err);
-    return http_reply_error(req, apierr_status(err->code), "%s", err->msg);
-}
-
+/* -> FAILED; the first failure decided is the one answered */
 int http_fail(http_req *req, int status, const char *fmt, ...)
 {
-    if (req->failed)
+    if (failed(req))
         return -1;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(req->fail_msg, sizeof req->fail_msg, fmt, ap);
     va_end(ap);
-    req->failed = true;
+    req->life = HTTP_FAILED;
     req->fail_status = status;
     return -1;
 }
 
 int http_fail_storh(http_req *req, const storh_err *err)
 {
-    note_limit(req, err);
+    http_note_limit(req, err);
     return http_fail(req, apierr_status(err->code), "%s", err->msg);
-}
-
-bool http_has_reply(http_req *req)
-{
-    return req->resp != NULL;
-}
-
-void http_header_add(http_req *req, const char *name, const char *value)
-{
-    if (req->resp)
-        MHD_add_response_header(req->resp, name, value);
-}
-
-json_t *http_body_object(http_req *req)
-{
-    storh_err err;
-    json_t *v = sjson_decode(req->body.data ? req->body.data : "", req->body.len, &err);
-    if (!v) {
-        http_reply_error(req, 400, "Request body: %s", err.msg);
-        return NULL;
-    }
-    if (!json_is_object(v)) {
-        json_decref(v);
-        http_reply_error(req, 400, "Request body must be a JSON object.");
-        return NULL;
-    }
-    return v;
 }
 
 static enum MHD_Result send_reply(http_req *req);
 
 /* ---- work off the event loop ---- */
 
-/* Runs fn(req) on the worker pool after the loop's part returns; the
- * connection is suspended meanwhile and resumed once fn has replied. */
+/* BODY -> DEFERRED: runs fn(req) on a pool after the loop's part returns;
+ * the connection is suspended meanwhile and resumed once fn has replied. A
+ * request that failed meanwhile stays FAILED and is answered at once. */
 static void http_defer(http_req *req, int (*fn)(http_req *req))
 {
     req->deferred = fn;
+    if (!failed(req))
+        req->life = HTTP_DEFERRED;
 }
 
+/* The request this pool thread's handler parked: run_deferred reads this,
+ * not the request, which a kick may already have requeued elsewhere (and a
+ * reply freed) by the time the handler returns. */
+static _Thread_local const http_req *parked_here;
+
+/* POOL -> PARKED */
 void http_park(http_req *req)
 {
-    req->parked = true;
+    req->life = HTTP_PARKED;
+    parked_here = req;
 }
 
 void http_complete(http_req *req)
@@ -337,18 +161,20 @@ static void run_deferred(void *p)
     http_req *req = p;
     int (*fn)(http_req *) = req->deferred;
     req->deferred = NULL;
-    req->parked = false;
+    parked_here = NULL;
     fn(req);
-    if (!req->parked) {
-        if (!req->resp)
-            http_reply_error(req, 500, "The handler produced no response.");
-        http_complete(req);
-    }
+    if (parked_here == req) /* PARKED: whoever requeues it owns it now */
+        return;
+    if (!req->resp)
+        http_reply_error(req, 500, "The handler produced no response.");
+    http_complete(req);
 }
 
+/* DEFERRED or PARKED -> POOL */
 void http_requeue(http_req *req, int (*fn)(http_req *req))
 {
     req->deferred = fn;
+    req->life = HTTP_POOL;
     bool side = req->route && req->route->run == ROUTE_RUN_SIDE;
     if (workpool_submit(side ? req->svc->side : req->svc->pool, run_deferred, req) != 0) {
         http_reply_error(req, 503, "Out of memory.");
@@ -365,7 +191,7 @@ static int run_off_loop(http_req *req)
 {
     if (req->verify_pending && !check_token(req)) {
         reply_failure(req);
-        req->failed = false;
+        req->life = HTTP_POOL; /* answered here: the refusal is the reply */
         return 0;
     }
     return req->route->handler(req);
@@ -388,108 +214,12 @@ static void dispatch(http_req *req)
  * pool produce it. */
 static enum MHD_Result finish(http_req *req)
 {
-    if (req->deferred && !req->failed) {
+    if (req->life == HTTP_DEFERRED) {
         MHD_suspend_connection(req->conn);
-        req->suspended = true;
         http_requeue(req, req->deferred);
         return MHD_YES;
     }
     return send_reply(req);
-}
-
-/* ---- streamed responses ---- */
-
-typedef struct stream {
-    http_req *req;
-    http_fill_fn fill;
-    void *state;
-    void (*state_free)(void *);
-    buf pending;
-    size_t off;
-    bool done, failed;
-    storh_err err; /* why it failed */
-} stream;
-
-/* Logs why a streamed body stops short; the access log line then reports
- * the request as the server error it is, not as a client that went away. */
-static void stream_abort(http_req *req, const storh_err *err)
-{
-    snprintf(req->log_error, sizeof req->log_error, "Stream aborted: %.230s", err->msg);
-    req->status = 500;
-    accesslog_event("stream aborted",
-                    json_pack("{sssssIss}", "method", req->method, "path", req->url ? req->url : "",
-                              "bytes_out", (json_int_t)atomic_load(&req->bytes_out), "error",
-                              err->msg));
-}
-
-static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
-{
-    (void)pos;
-    stream *s = cls;
-    while (s->off >= s->pending.len) {
-        if (s->failed) {
-            stream_abort(s->req, &s->err);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        }
-        if (s->done)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        buf_reset(&s->pending);
-        s->off = 0;
-        int rc = s->fill(s->state, &s->pending, max, &s->err);
-        if (rc >= 0 && buf_failed(&s->pending)) {
-            rc = storh_err_oom(&s->err);
-            buf_reset(&s->pending);
-        }
-        /* the whole rows before a failure go out first, then the abort */
-        if (rc < 0)
-            s->failed = true;
-        if (rc == 1)
-            s->done = true;
-    }
-    size_t n = s->pending.len - s->off;
-    if (n > max)
-        n = max;
-    memcpy(out, s->pending.data + s->off, n);
-    s->off += n;
-    atomic_fetch_add(&s->req->bytes_out, n);
-    return (ssize_t)n;
-}
-
-static void stream_free(void *cls)
-{
-    stream *s = cls;
-    if (s->state_free)
-        s->state_free(s->state);
-    buf_free(&s->pending);
-    http_req *req = s->req;
-    free(s);
-    req_unref(req);
-}
-
-int http_reply_stream(http_req *req, int status, const char *ctype, http_fill_fn fill, void *state,
-                      void (*free_fn)(void *))
-{
-    stream *s = calloc(1, sizeof *s);
-    if (!s) {
-        if (free_fn)
-            free_fn(state);
-        return http_reply_error(req, 503, "Out of memory.");
-    }
-    s->req = req;
-    s->fill = fill;
-    s->state = state;
-    s->state_free = free_fn;
-    atomic_fetch_add(&req->refs, 1);
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, s, stream_free);
-    if (!r) {
-        stream_free(s);
-        return http_reply_error(req, 503, "Out of memory.");
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    set_resp(req, status, r);
-    req->bytes_out = 0;
-    return 0;
 }
 
 /* ---- request life cycle ---- */
@@ -591,7 +321,7 @@ static bool req_begin(http_req *req)
                false;
     if (kind == ROUTE_BODY_NDJSON && req->route->on_begin && req->route->on_begin(req) != 0)
         return http_fail(req, 500, "Could not start the request."), false;
-    return !req->failed;
+    return !failed(req);
 }
 
 static void reply_failure(http_req *req)
@@ -603,9 +333,10 @@ static void reply_failure(http_req *req)
         http_header_add(req, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
 }
 
+/* -> REPLIED */
 static enum MHD_Result send_reply(http_req *req)
 {
-    if (req->failed) {
+    if (failed(req)) {
         /* a failed request's state (a bulk stage, a spool) is undone before
          * the client hears of the failure, not after */
         if (req->state_free)
@@ -619,6 +350,7 @@ static enum MHD_Result send_reply(http_req *req)
     enum MHD_Result r = MHD_queue_response(req->conn, (unsigned)req->status, req->resp);
     MHD_destroy_response(req->resp);
     req->resp = NULL;
+    req->life = HTTP_REPLIED;
     return r;
 }
 
@@ -684,23 +416,23 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         *con_cls = req;
         if (!req->url)
             return MHD_NO;
-        if (!req_begin(req)) {
+        if (req_begin(req)) {
+            req->life = HTTP_BODY;
+        } else {
             if (!drains_body(req))
                 return send_reply(req); /* nothing of the body is read */
-            req->draining = true;
+            req->life = HTTP_DRAINING;
         }
         return MHD_YES;
     }
-    if (req->suspended) { /* resumed: the pool has replied */
-        req->suspended = false;
+    if (req->life == HTTP_POOL || req->life == HTTP_PARKED) /* resumed: the pool replied */
         return send_reply(req);
-    }
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
         req->bytes_in += n;
-        if (req->failed) /* discard what follows an error */
-            return req->draining && req->bytes_in > HTTP_DRAIN_MAX ? MHD_NO : MHD_YES;
+        if (failed(req)) /* discard what follows an error */
+            return req->life == HTTP_DRAINING && req->bytes_in > HTTP_DRAIN_MAX ? MHD_NO : MHD_YES;
         if (req->route->body == ROUTE_BODY_NDJSON) {
             req->route->on_body(req, upload, n);
         } else if (req->body.len + n > req->svc->cfg.max_body) {
@@ -714,9 +446,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         return MHD_YES;
     }
-    if (!req->failed && req->route->body == ROUTE_BODY_NDJSON)
+    if (!failed(req) && req->route->body == ROUTE_BODY_NDJSON)
         req->route->on_body(req, NULL, 0); /* end of body */
-    if (!req->failed)
+    if (!failed(req))
         dispatch(req);
     return finish(req);
 }
@@ -731,7 +463,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     *con_cls = NULL;
     if (!req->conn) { /* MHD refused it before on_access (a header too large) */
-        req_unref(req);
+        http_req_unref(req);
         return;
     }
     uint64_t us = now_us() - req->t0_us;
@@ -744,7 +476,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (svc->cfg.access_log)
         accesslog_write(req->method, req->route ? req->route->pattern : "unmatched", req->url,
                         status, us, req->bytes_in, out, req->log_error[0] ? req->log_error : NULL);
-    req_unref(req);
+    http_req_unref(req);
 }
 
 /* MHD decodes %XX in place; a decoded NUL would silently cut a path or an
@@ -760,6 +492,14 @@ static size_t unescape_no_nul(void *cls, struct MHD_Connection *c, char *s)
             s[i] = '\x01';
     return n;
 }
+
+/* Each connection's MHD memory pool: the request line and headers, the
+ * response's headers and a streamed response's chunks. MHD zeroes the whole
+ * pool after every request (MHD_pool_reset), which at its 32 KiB default
+ * was a tenth of a cached page RPC's CPU; 16 KiB still takes headers of
+ * about 8 KiB (a larger head is 431) and halves that cost and the pools'
+ * memory. */
+#define HTTP_CONN_MEMORY ((size_t)16 * 1024)
 
 int http_start(service *svc, http_server **out, char *msg, size_t cap)
 {
@@ -799,10 +539,11 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap)
     s->d = MHD_start_daemon(
         flags, (uint16_t)svc->cfg.listen_port, NULL, NULL, on_access, svc, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_ARRAY, pool, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)svc->cfg.conn_timeout, MHD_OPTION_CONNECTION_LIMIT, svc->cfg.max_conns,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)svc->cfg.max_conns_per_ip,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc, MHD_OPTION_UNESCAPE_CALLBACK,
-        unescape_no_nul, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_END);
+        (unsigned)svc->cfg.conn_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_CONN_MEMORY,
+        MHD_OPTION_CONNECTION_LIMIT, svc->cfg.max_conns, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)svc->cfg.max_conns_per_ip, MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_no_nul, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri,
+        NULL, MHD_OPTION_END);
     if (!s->d) { /* errno is bind's when the address is taken */
         int e = errno;
         snprintf(msg, cap, "could not listen on %s:%d: %s", svc->cfg.listen_host,

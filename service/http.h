@@ -54,6 +54,10 @@ int http_reply_owned(http_req *req, int status, json_t *body);
 int http_reply_bytes(http_req *req, int status, const char *ctype, const char *data, size_t len);
 /* Like http_reply_bytes, but takes data (malloc'd; freed with the response). */
 int http_reply_take(http_req *req, int status, const char *ctype, char *data, size_t len);
+/* Like http_reply_bytes, without a copy: data stays valid until the
+ * response is done with it, then release(cls) runs (also on failure). */
+int http_reply_held(http_req *req, int status, const char *ctype, const char *data, size_t len,
+                    void (*release)(void *), void *cls);
 int http_reply_empty(http_req *req, int status);
 int http_reply_error(http_req *req, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -1,6 +1,5 @@
 #include "metrics.h"
 
-#include <dirent.h>
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -111,23 +110,9 @@ static long pss_bytes(void)
     return kb * 1024;
 }
 
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (de->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1; /* the directory stream itself */
-}
-
 /* ---- rendering: each family once, HELP and TYPE before its samples ---- */
 
-static void family(buf *out, const char *name, const char *type, const char *help)
+void metrics_family(buf *out, const char *name, const char *type, const char *help)
 {
     buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -155,8 +140,8 @@ static void sample1(buf *out, const char *name, const char *key, const char *val
 
 static void render_http(buf *out)
 {
-    family(out, "storhd_http_requests_total", "counter",
-           "HTTP requests by route, method and status.");
+    metrics_family(out, "storhd_http_requests_total", "counter",
+                   "HTTP requests by route, method and status.");
     for (size_t r = 0; r <= nroutes; r++)
         for (int s = 0; s < STATUS_SPAN; s++) {
             uint64_t v = atomic_load_explicit(&stats[r].status[s], memory_order_relaxed);
@@ -166,7 +151,7 @@ static void render_http(buf *out)
             labels(out, r);
             buf_printf(out, ",status=\"%d\"} %llu\n", s + STATUS_MIN, (unsigned long long)v);
         }
-    family(out, "storhd_http_request_duration_seconds", "histogram", "Request latency.");
+    metrics_family(out, "storhd_http_request_duration_seconds", "histogram", "Request latency.");
     for (size_t r = 0; r <= nroutes; r++) {
         uint64_t n[NBUCKETS + 1], total = 0, cum = 0;
         for (size_t b = 0; b <= NBUCKETS; b++)
@@ -194,7 +179,7 @@ static void render_http(buf *out)
     for (int k = 0; k < 2; k++) {
         char name[40];
         snprintf(name, sizeof name, "storhd_http_bytes_%s_total", dir[k]);
-        family(out, name, "counter", k ? "Body bytes sent." : "Body bytes received.");
+        metrics_family(out, name, "counter", k ? "Body bytes sent." : "Body bytes received.");
         for (size_t r = 0; r <= nroutes; r++) {
             uint64_t v = atomic_load_explicit(k ? &stats[r].bytes_out : &stats[r].bytes_in,
                                               memory_order_relaxed);
@@ -209,13 +194,13 @@ static void render_http(buf *out)
 
 static void render_engines(buf *out)
 {
-    family(out, "storhd_engine_operations_total", "counter",
-           "Engine operations (fsyncs, renames, record reads and writes).");
+    metrics_family(out, "storhd_engine_operations_total", "counter",
+                   "Engine operations (fsyncs, renames, record reads and writes).");
     for (int i = 0; i < ESTAT__COUNT; i++)
         sample1(out, "storhd_engine_operations_total", "op", estats_name((estat_id)i),
                 (double)estats_get((estat_id)i));
-    family(out, "storhd_group_commit_batch_writes", "histogram",
-           "Writes made durable by one group-commit fsync, by kind of store.");
+    metrics_family(out, "storhd_group_commit_batch_writes", "histogram",
+                   "Writes made durable by one group-commit fsync, by kind of store.");
     for (int k = 0; k < WSTATS__KINDS; k++) {
         wstats_hist h;
         wstats_batch_snapshot((wstats_kind)k, &h);
@@ -241,11 +226,11 @@ static void render_engines(buf *out)
     }
     wstats_store bad[64];
     size_t nbad = wstats_poisoned_list(bad, sizeof bad / sizeof bad[0]);
-    family(out, "storhd_stores_refusing_writes", "gauge",
-           "Stores refusing writes until restart because an fsync of theirs failed.");
+    metrics_family(out, "storhd_stores_refusing_writes", "gauge",
+                   "Stores refusing writes until restart because an fsync of theirs failed.");
     buf_printf(out, "storhd_stores_refusing_writes %zu\n", nbad);
-    family(out, "storhd_store_refusing_writes", "gauge",
-           "1 for each store refusing writes after a failed fsync (the first 64).");
+    metrics_family(out, "storhd_store_refusing_writes", "gauge",
+                   "1 for each store refusing writes after a failed fsync (the first 64).");
     for (size_t i = 0; i < nbad && i < sizeof bad / sizeof bad[0]; i++) {
         buf_printf(out, "storhd_store_refusing_writes{kind=\"%s\",store=\"",
                    wstats_kind_name(bad[i].kind));
@@ -276,7 +261,7 @@ static void render_queues(buf *out, service *svc)
      * family is half printed while it waits */
     qdepth d = {json_array()};
     registry_each_queue(svc->reg, queue_depth, &d);
-    family(out, "storhd_queue_jobs", "gauge", "Jobs by queue and state.");
+    metrics_family(out, "storhd_queue_jobs", "gauge", "Jobs by queue and state.");
     static const char *const states[] = {"pending", "processing", "done"};
     size_t i;
     json_t *row;
@@ -290,8 +275,8 @@ static void render_queues(buf *out, service *svc)
         }
     }
     json_decref(d.rows);
-    family(out, "storhd_longpoll_parked", "gauge",
-           "Queue claims parked waiting for a job (holding no thread).");
+    metrics_family(out, "storhd_longpoll_parked", "gauge",
+                   "Queue claims parked waiting for a job (holding no thread).");
     buf_printf(out, "storhd_longpoll_parked %zu\n", longpoll_parked());
 }
 
@@ -315,8 +300,8 @@ static void render_caches(buf *out, service *svc)
         {"jwt", svc->auth != NULL, as.hits, as.misses, as.evictions, as.entries, as.bytes},
     };
     size_t n = sizeof c / sizeof c[0];
-    family(out, "storhd_cache_total", "counter",
-           "Lookups and evictions of the record, RPC response and JWT caches.");
+    metrics_family(out, "storhd_cache_total", "counter",
+                   "Lookups and evictions of the record, RPC response and JWT caches.");
     for (size_t i = 0; i < n; i++)
         if (c[i].on)
             buf_printf(out,
@@ -324,40 +309,42 @@ static void render_caches(buf *out, service *svc)
                        "storhd_cache_total{cache=\"%s\",event=\"miss\"} %llu\n"
                        "storhd_cache_total{cache=\"%s\",event=\"eviction\"} %llu\n",
                        c[i].cache, c[i].hit, c[i].cache, c[i].miss, c[i].cache, c[i].evict);
-    family(out, "storhd_cache_entries", "gauge", "Entries held by caches.");
+    metrics_family(out, "storhd_cache_entries", "gauge", "Entries held by caches.");
     for (size_t i = 0; i < n; i++)
         if (c[i].on)
             buf_printf(out, "storhd_cache_entries{cache=\"%s\"} %llu\n", c[i].cache, c[i].entries);
-    family(out, "storhd_cache_bytes", "gauge", "Bytes held by caches.");
+    metrics_family(out, "storhd_cache_bytes", "gauge", "Bytes held by caches.");
     for (size_t i = 0; i < n; i++)
         if (c[i].on)
             buf_printf(out, "storhd_cache_bytes{cache=\"%s\"} %llu\n", c[i].cache, c[i].bytes);
     if (svc->auth) {
-        family(out, "storhd_jwt_rejected_total", "counter", "Tokens that failed verification.");
+        metrics_family(out, "storhd_jwt_rejected_total", "counter",
+                       "Tokens that failed verification.");
         buf_printf(out, "storhd_jwt_rejected_total %llu\n", as.rejected);
     }
     if (!svc->rpc)
         return;
-    family(out, "storhd_pg_pool", "gauge", "Connections of the page RPC's PostgreSQL pool.");
+    metrics_family(out, "storhd_pg_pool", "gauge",
+                   "Connections of the page RPC's PostgreSQL pool.");
     buf_printf(out, "storhd_pg_pool{state=\"size\"} %d\nstorhd_pg_pool{state=\"busy\"} %d\n",
                rs.pool, rs.busy);
-    family(out, "storhd_pg_pool_total", "counter",
-           "Page RPC calls that waited for a free connection, calls that failed, calls "
-           "refused with 503 because the pool stayed saturated (rejected), and statements "
-           "cancelled at --rpc-timeout (timeout).");
+    metrics_family(out, "storhd_pg_pool_total", "counter",
+                   "Page RPC calls that waited for a free connection, calls that failed, calls "
+                   "refused with 503 because the pool stayed saturated (rejected), and statements "
+                   "cancelled at --rpc-timeout (timeout).");
     buf_printf(out,
                "storhd_pg_pool_total{event=\"wait\"} %llu\n"
                "storhd_pg_pool_total{event=\"error\"} %llu\n"
                "storhd_pg_pool_total{event=\"rejected\"} %llu\n"
                "storhd_pg_pool_total{event=\"timeout\"} %llu\n",
                rs.waits, rs.errors, rs.rejected, rs.timeouts);
-    family(out, "storhd_rpc_calls_total", "counter",
-           "Page RPC calls, response cache hits included.");
+    metrics_family(out, "storhd_rpc_calls_total", "counter",
+                   "Page RPC calls, response cache hits included.");
     buf_printf(out, "storhd_rpc_calls_total %llu\n", rs.calls);
-    family(out, "storhd_rpc_seconds_total", "counter", "Time spent in page RPC calls.");
+    metrics_family(out, "storhd_rpc_seconds_total", "counter", "Time spent in page RPC calls.");
     buf_printf(out, "storhd_rpc_seconds_total %.6f\n", rs.seconds);
-    family(out, "storhd_rpc_coalesced_total", "counter",
-           "Page RPC misses that shared an identical call in progress (single-flight).");
+    metrics_family(out, "storhd_rpc_coalesced_total", "counter",
+                   "Page RPC misses that shared an identical call in progress (single-flight).");
     buf_printf(out, "storhd_rpc_coalesced_total %llu\n", rs.coalesced);
 }
 
@@ -387,7 +374,7 @@ static void render_mirrors(buf *out, service *svc)
          "When the last successful push ended (0: never)."},
     };
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
-        family(out, fam[f].name, fam[f].type, fam[f].help);
+        metrics_family(out, fam[f].name, fam[f].type, fam[f].help);
         for (size_t i = 0; i < n; i++) {
             const mirror_stats *m = &ms[i];
             double v[] = {(double)m->rows_pushed, (double)m->pushes, m->push_seconds,
@@ -416,16 +403,16 @@ static void render_process(buf *out, service *svc)
                "# TYPE process_open_fds gauge\nprocess_open_fds %d\n"
                "# HELP process_start_time_seconds Start time since the epoch.\n"
                "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %lld\n",
-               cpu, rss_bytes(), pss_bytes(), open_fds(), (long long)started);
+               cpu, rss_bytes(), pss_bytes(), budget_fds_in_use(), (long long)started);
     struct statvfs vfs;
     if (statvfs(svc->cfg.root, &vfs) != 0)
         return;
-    family(out, "storhd_root_filesystem_avail_bytes", "gauge",
-           "Bytes available to storhd on the storage root's filesystem.");
+    metrics_family(out, "storhd_root_filesystem_avail_bytes", "gauge",
+                   "Bytes available to storhd on the storage root's filesystem.");
     buf_printf(out, "storhd_root_filesystem_avail_bytes %.17g\n",
                (double)vfs.f_bavail * (double)vfs.f_frsize);
-    family(out, "storhd_root_filesystem_size_bytes", "gauge",
-           "Size of the storage root's filesystem.");
+    metrics_family(out, "storhd_root_filesystem_size_bytes", "gauge",
+                   "Size of the storage root's filesystem.");
     buf_printf(out, "storhd_root_filesystem_size_bytes %.17g\n",
                (double)vfs.f_blocks * (double)vfs.f_frsize);
 }

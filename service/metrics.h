@@ -21,5 +21,7 @@ void metrics_observe(int route_index, int status, uint64_t usec, uint64_t bytes_
                      uint64_t bytes_out);
 /* Appends the whole exposition (text format 0.0.4) of svc to out. */
 void metrics_render(buf *out, service *svc);
+/* The HELP and TYPE lines that open a family; its samples follow. */
+void metrics_family(buf *out, const char *name, const char *type, const char *help);
 
 #endif

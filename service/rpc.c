@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,18 @@ typedef struct pconn {
     bool prepared[MAX_FUNCTIONS];
 } pconn;
 
+/* A cached answer's bytes, shared by its entry and the hits being sent
+ * (rpc_result.hold): freed by the last of them, so a hit costs no copy and
+ * an entry evicted while its answer is on the wire stays valid. */
+typedef struct rblob {
+    atomic_uint refs;
+    char data[];
+} rblob;
+
 typedef struct rentry {
     char *key;
     char *alias; /* the key with the request's own argument bytes, when they differ */
-    char *body;
+    rblob *blob;
     size_t len, bytes;
     char etag[20];
     double expires;
@@ -145,7 +154,8 @@ void rpc_free(rpc *r)
             PQfinish(r->conns[i].conn);
     for (size_t i = 0; i < r->cap; i++) {
         free(r->ring[i].key);
-        free(r->ring[i].body);
+        free(r->ring[i].alias);
+        rpc_release(r->ring[i].blob);
     }
     for (size_t i = 0; i < r->nfn; i++)
         free(r->fn[i]);
@@ -188,25 +198,56 @@ static void drop_slot(rpc *r, size_t i)
     r->bytes -= e->bytes;
     free(e->key);
     free(e->alias);
-    free(e->body);
+    rpc_release(e->blob);
     memset(e, 0, sizeof *e);
+}
+
+void rpc_release(void *hold)
+{
+    rblob *b = hold;
+    if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+        free(b);
+}
+
+/* The fresh entry of key (under mu), or NULL; an expired one is dropped. */
+static rentry *cache_find(rpc *r, const char *key)
+{
+    json_t *slot = json_object_get(r->index, key);
+    if (!slot)
+        return NULL;
+    size_t i = (size_t)json_integer_value(slot);
+    if (now_s() >= r->ring[i].expires) {
+        drop_slot(r, i);
+        return NULL;
+    }
+    return &r->ring[i];
+}
+
+/* A hit without a copy: res->body points into the entry's bytes, held for
+ * the caller until rpc_release(res->hold). */
+static bool cache_hold(rpc *r, const char *key, rpc_result *res)
+{
+    rentry *e = cache_find(r, key);
+    if (!e)
+        return false;
+    atomic_fetch_add_explicit(&e->blob->refs, 1, memory_order_relaxed);
+    res->hold = e->blob;
+    res->body = e->blob->data;
+    res->len = e->len;
+    memcpy(res->etag, e->etag, sizeof res->etag);
+    res->cached = true;
+    return true;
 }
 
 static bool cache_get(rpc *r, const char *key, rpc_result *res)
 {
-    json_t *slot = json_object_get(r->index, key);
-    if (!slot)
+    rentry *e = cache_find(r, key);
+    if (!e)
         return false;
-    size_t i = (size_t)json_integer_value(slot);
-    rentry *e = &r->ring[i];
-    if (now_s() >= e->expires) {
-        drop_slot(r, i);
-        return false;
-    }
     res->body = malloc(e->len + 1);
     if (!res->body)
         return false;
-    memcpy(res->body, e->body, e->len + 1);
+    memcpy(res->body, e->blob->data, e->len + 1);
     res->len = e->len;
     memcpy(res->etag, e->etag, sizeof res->etag);
     res->cached = true;
@@ -219,7 +260,9 @@ static void cache_put(rpc *r, const char *key, const char *alias, const rpc_resu
 {
     if (alias && (!strcmp(alias, key) || json_object_get(r->index, alias)))
         alias = NULL;
-    size_t cost = ENTRY_OVERHEAD + strlen(key) + (alias ? strlen(alias) : 0) + res->len;
+    /* the keys twice: the entry's copies and the index's (jansson copies a
+     * key), so storhd_cache_bytes is what the cache holds */
+    size_t cost = ENTRY_OVERHEAD + 2 * (strlen(key) + (alias ? strlen(alias) : 0)) + res->len;
     if (cost > r->max_bytes)
         return;
     while (r->count && (r->count == r->cap || r->bytes + cost > r->max_bytes)) {
@@ -234,14 +277,15 @@ static void cache_put(rpc *r, const char *key, const char *alias, const rpc_resu
     drop_slot(r, r->head);
     rentry *e = &r->ring[r->head];
     e->key = strdup(key);
-    e->body = malloc(res->len + 1);
-    if (!e->key || !e->body) {
+    e->blob = malloc(sizeof *e->blob + res->len + 1);
+    if (!e->key || !e->blob) {
         free(e->key);
-        free(e->body);
+        free(e->blob);
         memset(e, 0, sizeof *e);
         return;
     }
-    memcpy(e->body, res->body, res->len + 1);
+    atomic_init(&e->blob->refs, 1);
+    memcpy(e->blob->data, res->body, res->len + 1);
     e->len = res->len;
     e->bytes = cost;
     memcpy(e->etag, res->etag, sizeof e->etag);
@@ -421,7 +465,7 @@ bool rpc_cached_raw(rpc *r, const char *function, const char *raw, size_t raw_le
     bool hit = false;
     if (!buf_failed(&key)) {
         pthread_mutex_lock(&r->mu);
-        hit = cache_get(r, key.data, res);
+        hit = cache_hold(r, key.data, res);
         if (hit) {
             r->calls++;
             r->hits++;
@@ -483,7 +527,7 @@ bool rpc_cached(rpc *r, const rpc_key *k, rpc_result *res)
     if (r->ttl <= 0)
         return false;
     pthread_mutex_lock(&r->mu);
-    bool hit = cache_get(r, k->key.data, res);
+    bool hit = cache_hold(r, k->key.data, res);
     if (hit) { /* a miss is counted by the rpc_call that follows */
         r->calls++;
         r->hits++;

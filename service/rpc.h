@@ -39,11 +39,15 @@ void rpc_free(rpc *r);
 bool rpc_allowed(const rpc *r, const char *function);
 
 typedef struct rpc_result {
-    char *body; /* JSON array of rows (malloc'd) */
+    char *body; /* JSON array of rows: malloc'd, or a cache entry's when hold is set */
     size_t len;
     char etag[20];
     bool cached;
+    void *hold; /* the entry's bytes held for this answer (rpc_cached*), else NULL */
 } rpc_result;
+/* Drops a hold (NULL is fine); the bytes are freed with the last one, so
+ * they stay valid while an answer is sent even if the entry is evicted. */
+void rpc_release(void *hold);
 
 /* A call as the cache and PostgreSQL see it: the function, the canonical
  * arguments, the claims as text and the cache key, computed once per
@@ -64,13 +68,14 @@ void rpc_key_free(rpc_key *k);
  * res->body. */
 int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err);
 /* The response cache alone, cheap enough for an event loop: true and *res
- * (cached set) on a fresh entry; false on a miss or with the cache off,
+ * (cached set, body held in the entry, not copied: rpc_release(res->hold))
+ * on a fresh entry; false on a miss or with the cache off,
  * and then rpc_call decides. Never waits for PostgreSQL. */
 bool rpc_cached(rpc *r, const rpc_key *k, rpc_result *res);
 /* The response cache by the arguments' bytes as sent, before they are
  * parsed: a repeat of a request whose answer was cached (the same bytes
- * canonicalise the same way) costs no JSON parse. false: parse, then
- * rpc_cached. */
+ * canonicalise the same way) costs no JSON parse; held like rpc_cached.
+ * false: parse, then rpc_cached. */
 bool rpc_cached_raw(rpc *r, const char *function, const char *raw, size_t raw_len,
                     const json_t *claims, rpc_result *res);
 /* The response cache, the pool and the calls, for /metrics. */

@@ -19,8 +19,6 @@
 #include <curl/curl.h>
 #include <dirent.h>
 #include <jansson.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -28,10 +26,10 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "../support/crashkit.h"
 #include "../support/daemon.h"
 #include "../support/idset.h"
 #include "../test.h"
-#include "../tmpdir.h"
 #include "uuid7.h"
 
 #define WRITERS 16
@@ -40,217 +38,80 @@
 #define LOG "clog"
 #define QUEUE "cjobs"
 
-typedef struct doc_entry {
-    char id[UUID7_LEN + 1];
-    long acked;   /* n of the last acknowledged PUT, -1 if none */
-    long pending; /* n of a PUT sent but not acknowledged, -1 if none */
-    bool deleted, delete_pending;
-} doc_entry;
-
-typedef struct log_entry {
-    char id[UUID7_LEN + 1];
-    long n;
-} log_entry;
-
-/* What one writer did; only its thread touches it while writers run. */
-typedef struct ledger {
-    int w;
-    unsigned long long rng;
-    long seq;
-    doc_entry *docs;
-    size_t ndocs, capdocs;
-    log_entry *logs;
-    size_t nlogs, caplogs;
-    size_t logs_checked; /* logs below this index were checked already */
-    size_t docs_checked_upto;
-    idset enqueued, completed, complete_tried;
-} ledger;
-
 static daemon_proc d;
 static char root[PATH_MAX];
-static ledger ledgers[WRITERS];
-static atomic_bool stop_writers;
+static crashkit_ledger ledgers[WRITERS];
+/* what check_acked checked already, per writer */
+static size_t docs_checked[WRITERS], logs_checked[WRITERS];
+static crashkit_crew crew;
 static long long checked_writes, torn_injected, kills_survived, temps_swept;
 static double group_ops, groups; /* from /metrics just before each kill */
-
-static unsigned long long rnd(unsigned long long *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-static long call(const char *method, const char *path, const char *body, json_t **out)
-{
-    return client_json(d.base, method, path, body, out);
-}
 
 static void body_of(char *out, size_t cap, int w, long n)
 {
     snprintf(out, cap, "{\"w\":%d,\"n\":%ld,\"pad\":\"%0200d\"}", w, n, 0);
 }
 
-static doc_entry *new_doc(ledger *l)
-{
-    if (l->ndocs == l->capdocs) {
-        l->capdocs = l->capdocs * 2 + 64;
-        l->docs = realloc(l->docs, l->capdocs * sizeof *l->docs);
-    }
-    doc_entry *e = &l->docs[l->ndocs++];
-    memset(e, 0, sizeof *e);
-    uuid7_generate(e->id, -1, NULL);
-    e->acked = e->pending = -1;
-    return e;
-}
-
 /* One write; false when the server is gone. */
-static bool write_one(ledger *l)
+static bool write_one(void *arg)
 {
-    char path[160], body[320];
+    crashkit_ledger *l = arg;
+    char body[320];
     long n = ++l->seq;
     body_of(body, sizeof body, l->w, n);
-    unsigned op = (unsigned)(rnd(&l->rng) % 10);
+    unsigned op = (unsigned)(crashkit_rnd(&l->rng) % 10);
     if (l->w >= MIXED_WRITERS) /* documents only */
         op %= 5;
     if (op == 2 && l->w >= MIXED_WRITERS) { /* a new document under a server-made id */
         json_t *r = NULL;
-        long st = call("POST", "/v1/docs/" DOCS, body, &r);
+        long st = crashkit_call(d.base, "POST", "/v1/docs/" DOCS, body, &r);
         const char *id = json_string_value(json_object_get(r, "id"));
         if (st == 201 && id) { /* one not acknowledged is in doubt: not checked */
-            doc_entry *e = new_doc(l);
+            crashkit_doc *e = crashkit_new_doc(l);
             snprintf(e->id, sizeof e->id, "%s", id);
             e->acked = n;
         }
         json_decref(r);
         return st != 0;
     }
-    if (op <= 3 || l->ndocs == 0) { /* put: a new document, or a new version */
-        doc_entry *e = op == 3 && l->ndocs ? &l->docs[rnd(&l->rng) % l->ndocs] : NULL;
-        /* only a document in a known state gets a new version: after a write
-         * in doubt its state is one of two, and the check knows both */
-        if (e && (e->acked < 0 || e->pending >= 0 || e->deleted || e->delete_pending))
-            e = NULL;
-        if (!e)
-            e = new_doc(l);
-        e->pending = n;
-        snprintf(path, sizeof path, "/v1/docs/" DOCS "/%s", e->id);
-        long st = call("PUT", path, body, NULL);
-        if (st == 200 || st == 201) {
-            e->acked = n;
-            e->pending = -1;
-        }
-        return st != 0;
-    }
-    if (op == 4) { /* delete one of ours */
-        doc_entry *e = &l->docs[rnd(&l->rng) % l->ndocs];
-        if (e->deleted || e->delete_pending || e->acked < 0 || e->pending >= 0)
-            return true;
-        e->delete_pending = true;
-        snprintf(path, sizeof path, "/v1/docs/" DOCS "/%s", e->id);
-        long st = call("DELETE", path, NULL, NULL);
-        if (st == 204) {
-            e->deleted = true;
-            e->delete_pending = false;
-        }
-        return st != 0;
-    }
-    if (op <= 7) { /* log append */
-        json_t *r = NULL;
-        long st = call("POST", "/v1/logs/" LOG, body, &r);
-        const char *id = json_string_value(json_object_get(r, "id"));
-        if (st == 201 && id) {
-            if (l->nlogs == l->caplogs) {
-                l->caplogs = l->caplogs * 2 + 64;
-                l->logs = realloc(l->logs, l->caplogs * sizeof *l->logs);
-            }
-            snprintf(l->logs[l->nlogs].id, UUID7_LEN + 1, "%s", id);
-            l->logs[l->nlogs++].n = n;
-        }
-        json_decref(r);
-        return st != 0;
-    }
-    if (op == 8) { /* enqueue */
-        json_t *r = NULL;
-        long st = call("POST", "/v1/queues/" QUEUE "/jobs", body, &r);
-        const char *id = json_string_value(json_array_get(json_object_get(r, "ids"), 0));
-        if (st == 201 && id)
-            idset_add(&l->enqueued, id);
-        json_decref(r);
-        return st != 0;
-    }
-    /* claim one job and complete it */
-    json_t *r = NULL;
-    long st = call("POST", "/v1/queues/" QUEUE "/claim?limit=1", NULL, &r);
-    const char *id =
-        json_string_value(json_object_get(json_array_get(json_object_get(r, "jobs"), 0), "id"));
-    if (st == 200 && id) {
-        char job[UUID7_LEN + 1];
-        snprintf(job, sizeof job, "%s", id);
-        idset_add(&l->complete_tried, job);
-        snprintf(path, sizeof path, "/v1/queues/" QUEUE "/jobs/%s/complete", job);
-        st = call("POST", path, NULL, NULL);
-        if (st == 200)
-            idset_add(&l->completed, job);
-    }
-    json_decref(r);
-    return st != 0;
-}
-
-static void *writer(void *arg)
-{
-    ledger *l = arg;
-    while (!atomic_load(&stop_writers) && write_one(l))
-        ;
-    return NULL;
+    if (op <= 3 || l->ndocs == 0) /* put: a new document, or a new version */
+        return crashkit_put_doc(d.base, l, DOCS, body, n, op == 3);
+    if (op == 4) /* delete one of ours */
+        return crashkit_delete_doc(d.base, l, DOCS);
+    if (op <= 7)
+        return crashkit_append_log(d.base, l, LOG, body, n);
+    if (op == 8)
+        return crashkit_enqueue(d.base, l, QUEUE, body, 1, NULL);
+    return crashkit_claim_complete(d.base, l, QUEUE, NULL, NULL);
 }
 
 /* ---- checks after a restart ---- */
 
-static bool check_doc(const doc_entry *e)
+static bool check_doc(const crashkit_doc *e)
 {
     char path[160];
     snprintf(path, sizeof path, "/v1/docs/" DOCS "/%s", e->id);
     json_t *r = NULL;
-    long st = call("GET", path, NULL, &r);
+    long st = crashkit_call(d.base, "GET", path, NULL, &r);
     long n =
         st == 200 ? (long)json_integer_value(json_object_get(json_object_get(r, "data"), "n")) : -1;
     json_decref(r);
-    bool ok;
-    if (e->deleted)
-        ok = st == 404;
-    else if (st == 404)
-        ok = e->acked < 0 || e->delete_pending; /* never acknowledged, or deleted in flight */
-    else
-        ok = st == 200 && (n == e->acked || (e->pending >= 0 && n == e->pending));
-    if (!ok)
-        fprintf(stderr, "doc %s: status %ld n %ld, acked %ld pending %ld deleted %d/%d\n", e->id,
-                st, n, e->acked, e->pending, e->deleted, e->delete_pending);
-    return ok;
+    if (st != 200 && st != 404)
+        fprintf(stderr, "doc %s: status %ld\n", e->id, st);
+    return (st == 200 || st == 404) && crashkit_doc_ok(e, st == 200, n);
 }
 
-static bool check_log(const log_entry *e)
+static bool check_log(const crashkit_log *e)
 {
     char path[160];
     snprintf(path, sizeof path, "/v1/logs/" LOG "/%s", e->id);
     json_t *r = NULL;
-    long st = call("GET", path, NULL, &r);
+    long st = crashkit_call(d.base, "GET", path, NULL, &r);
     long n = (long)json_integer_value(json_object_get(json_object_get(r, "data"), "n"));
     json_decref(r);
     if (st != 200 || n != e->n)
         fprintf(stderr, "log %s: status %ld n %ld, want %ld\n", e->id, st, n, e->n);
     return st == 200 && n == e->n;
-}
-
-/* The store verifies clean; before it ever acknowledged a write it may not
- * exist yet (404). */
-static void check_verify(const char *path, bool must_exist)
-{
-    client_resp r;
-    client_do(d.base, "GET", path, NULL, NULL, 0, NULL, 0, &r);
-    if (must_exist || r.status != 404)
-        CHECK_PREFIX(r.body, "{\"ok\":true,\"errors\":[]");
-    client_free(&r);
 }
 
 /* Checks what was acknowledged since the last check (all of it when full). */
@@ -264,50 +125,33 @@ static void check_acked(bool full)
         jobs = jobs || ledgers[w].enqueued.n > 0;
     }
     for (int w = 0; w < WRITERS; w++) {
-        ledger *l = &ledgers[w];
-        for (size_t i = full ? 0 : l->docs_checked_upto; i < l->ndocs; i++, checked_writes++)
+        crashkit_ledger *l = &ledgers[w];
+        for (size_t i = full ? 0 : docs_checked[w]; i < l->ndocs; i++, checked_writes++)
             CHECK(check_doc(&l->docs[i]));
-        l->docs_checked_upto = l->ndocs;
-        for (size_t i = full ? 0 : l->logs_checked; i < l->nlogs; i++, checked_writes++)
+        docs_checked[w] = l->ndocs;
+        for (size_t i = full ? 0 : logs_checked[w]; i < l->nlogs; i++, checked_writes++)
             CHECK(check_log(&l->logs[i]));
-        l->logs_checked = l->nlogs;
+        logs_checked[w] = l->nlogs;
     }
-    check_verify("/v1/docs/" DOCS "/_verify", docs);
-    check_verify("/v1/logs/" LOG "/_verify", logs);
-    check_verify("/v1/queues/" QUEUE "/_verify", jobs);
+    /* a store verifies clean; before it ever acknowledged a write it may
+     * not exist yet (404) */
+    CHECK(crashkit_verify_ok(d.base, "/v1/docs/" DOCS "/_verify", docs));
+    CHECK(crashkit_verify_ok(d.base, "/v1/logs/" LOG "/_verify", logs));
+    CHECK(crashkit_verify_ok(d.base, "/v1/queues/" QUEUE "/_verify", jobs));
 }
 
 /* Requeues every processing job and claims them all: no acknowledged job
  * may be missing, none completed may come back. */
 static void check_queue(void)
 {
-    CHECK_INT(call("POST", "/v1/queues/" QUEUE "/requeue", "{\"timeout_seconds\":0}", NULL), 200);
     idset claimed = {0};
-    for (;;) {
-        json_t *r = NULL;
-        long st = call("POST", "/v1/queues/" QUEUE "/claim?limit=1000", NULL, &r);
-        size_t i;
-        json_t *job;
-        json_array_foreach(json_object_get(r, "jobs"), i, job)
-            idset_add(&claimed, json_string_value(json_object_get(job, "id")));
-        json_decref(r);
-        if (st != 200)
-            break;
-    }
+    CHECK_INT(crashkit_claim_all(d.base, QUEUE, &claimed, NULL, NULL), 200);
     /* jobs are claimed by any writer: completions are pooled */
     idset tried = {0}, done = {0};
-    for (int w = 0; w < WRITERS; w++) {
-        const ledger *l = &ledgers[w];
-        for (size_t i = 0; i < l->complete_tried.n; i++)
-            idset_add(&tried, l->complete_tried.id[i]);
-        for (size_t i = 0; i < l->completed.n; i++)
-            idset_add(&done, l->completed.id[i]);
-    }
-    idset_sort(&claimed);
-    idset_sort(&tried);
+    crashkit_pool_completions(ledgers, WRITERS, sizeof ledgers[0], &tried, &done);
     long lost = 0, back = 0;
     for (int w = 0; w < WRITERS; w++) {
-        const ledger *l = &ledgers[w];
+        const crashkit_ledger *l = &ledgers[w];
         for (size_t i = 0; i < l->enqueued.n; i++, checked_writes++)
             if (!idset_has(&claimed, l->enqueued.id[i]) && !idset_has(&tried, l->enqueued.id[i]))
                 lost++;
@@ -432,9 +276,8 @@ static const char *const *const modes[] = {extra, extra_fsync, extra_syncfs};
 
 TEST(acknowledged_writes_survive_kills)
 {
-    const char *env = getenv("STORHD_CRASH_KILLS");
-    int kills = env ? atoi(env) : 20;
-    unsigned long long seed = (unsigned long long)time(NULL) * 2654435761u + (unsigned)getpid();
+    int kills = crashkit_env_int("STORHD_CRASH_KILLS", 20);
+    unsigned long long seed = crashkit_seed(NULL);
     printf("crash: %d kill points, seed %llu\n", kills, seed);
     for (int w = 0; w < WRITERS; w++) {
         ledgers[w].w = w;
@@ -444,12 +287,8 @@ TEST(acknowledged_writes_survive_kills)
         CHECK_INT(daemon_start(&d, root, modes[(k / 2) % 3]), 0);
         check_acked(false);
         check_swept();
-        atomic_store(&stop_writers, false);
-        pthread_t th[WRITERS];
-        for (int w = 0; w < WRITERS; w++)
-            pthread_create(&th[w], NULL, writer, &ledgers[w]);
-        struct timespec ts = {0, (long)(20 + rnd(&seed) % 280) * 1000000L};
-        nanosleep(&ts, NULL);
+        crashkit_crew_start(&crew, WRITERS, write_one, ledgers, sizeof ledgers[0]);
+        crashkit_sleep_ms((long)(20 + crashkit_rnd(&seed) % 280));
         client_resp m;
         if (client_do(d.base, "GET", "/metrics", NULL, NULL, 0, NULL, 0, &m) == 0 && m.body) {
             static const char sum[] = "\nstorhd_doc_group_size_sum ",
@@ -461,9 +300,7 @@ TEST(acknowledged_writes_survive_kills)
         client_free(&m);
         pid_t dead = d.pid;
         daemon_kill(&d);
-        atomic_store(&stop_writers, true);
-        for (int w = 0; w < WRITERS; w++)
-            pthread_join(th[w], NULL);
+        crashkit_crew_stop(&crew);
         kills_survived++;
         if (k % 2 == 1)
             inject_torn(dead);
@@ -472,7 +309,7 @@ TEST(acknowledged_writes_survive_kills)
     check_acked(true);
     check_swept();
     check_queue();
-    check_verify("/v1/queues/" QUEUE "/_verify", true);
+    CHECK(crashkit_verify_ok(d.base, "/v1/queues/" QUEUE "/_verify", true));
     CHECK_INT(daemon_stop(&d), 0);
     CHECK(group_ops > groups); /* document writes were published in groups of several */
     printf("crash: %.0f document writes published in %.0f groups before the kills\n", group_ops,
@@ -494,30 +331,16 @@ static const test_case cases[] = {
     TEST_ENTRY(acknowledged_writes_survive_kills),
 };
 
-static int run_cases(int argc, char **argv);
-
-int main(int argc, char **argv)
+static int setup(void)
 {
-    TEST_LIST_EXIT(argc, argv, cases);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (!tmpdir_make(root))
-        return 2;
-    int rc = run_cases(argc, argv);
-    if (rc == 0) {
-        snprintf(d.root, sizeof d.root, "%s", root);
-        daemon_cleanup(&d); /* the root and the SQLite mirror beside it */
-    } else {
-        fprintf(stderr, "kept the root for a look: %s\n", root);
-    }
-    for (int w = 0; w < WRITERS; w++) {
-        free(ledgers[w].docs);
-        free(ledgers[w].logs);
-        idset_free(&ledgers[w].enqueued);
-        idset_free(&ledgers[w].completed);
-        idset_free(&ledgers[w].complete_tried);
-    }
-    curl_global_cleanup();
-    return rc;
+    return crashkit_root_make(root);
 }
 
-TEST_MAIN_NAMED(run_cases, cases)
+static int teardown(int rc)
+{
+    for (int w = 0; w < WRITERS; w++)
+        crashkit_ledger_free(&ledgers[w]);
+    return crashkit_root_done(root, rc);
+}
+
+CRASHKIT_MAIN(cases, setup, teardown)

@@ -15,19 +15,16 @@
 #include <curl/curl.h>
 #include <dirent.h>
 #include <jansson.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
+#include "../support/crashkit.h"
 #include "../support/daemon.h"
 #include "../test.h"
-#include "../tmpdir.h"
 
 #define WRITERS 16
 #define MAX_ACKED 4096
@@ -35,35 +32,40 @@
 static daemon_proc d;
 static char root[PATH_MAX];
 
-typedef struct ledger {
-    int w;
-    long seq;
-    char (*acked)[32]; /* the "req" values answered 201 */
-    size_t nacked, checked;
-    pthread_t th;
-} ledger;
+/* Each writer's acknowledged POSTs: a document per 201, its n the one of
+ * its unique "req" value (r<w>-<n>). */
+static crashkit_ledger ledgers[WRITERS];
+static size_t checked_upto[WRITERS];
+static crashkit_crew crew;
 
-static ledger ledgers[WRITERS];
-static atomic_bool stop_writers;
-
-static void *writer(void *arg)
+static void req_of(char *out, size_t cap, int w, long n)
 {
-    ledger *l = arg;
-    while (!atomic_load(&stop_writers) && l->nacked < MAX_ACKED) {
-        char req[32], body[256];
-        long n = ++l->seq;
-        snprintf(req, sizeof req, "r%d-%ld", l->w, n);
-        snprintf(body, sizeof body, "{\"req\":\"%s\",\"kind\":\"k%ld\",\"w\":%d,\"n\":%ld}", req,
-                 n % 3, l->w, n);
-        long st = client_json(d.base, "POST", "/v1/docs/ix", body, NULL);
-        if (st == 201)
-            memcpy(l->acked[l->nacked++], req, sizeof req);
-        else if (st == 0)
-            break; /* the server is gone */
-        else
-            fprintf(stderr, "POST %s: status %ld\n", req, st);
+    snprintf(out, cap, "r%d-%ld", w, n);
+}
+
+static bool write_one(void *arg)
+{
+    crashkit_ledger *l = arg;
+    if (l->ndocs >= MAX_ACKED)
+        return false;
+    char req[32], body[256];
+    long n = ++l->seq;
+    req_of(req, sizeof req, l->w, n);
+    snprintf(body, sizeof body, "{\"req\":\"%s\",\"kind\":\"k%ld\",\"w\":%d,\"n\":%ld}", req, n % 3,
+             l->w, n);
+    json_t *r = NULL;
+    long st = crashkit_call(d.base, "POST", "/v1/docs/ix", body, &r);
+    if (st == 201) {
+        crashkit_doc *e = crashkit_new_doc(l);
+        const char *id = json_string_value(json_object_get(r, "id"));
+        if (id)
+            snprintf(e->id, sizeof e->id, "%s", id);
+        e->acked = n;
+    } else if (st != 0) {
+        fprintf(stderr, "POST %s: status %ld\n", req, st);
     }
-    return NULL;
+    json_decref(r);
+    return st != 0; /* 0: the server is gone */
 }
 
 /* Every index file parses: entry files whole, delta lines up to the last
@@ -123,27 +125,27 @@ static long long check_acked(void)
 {
     long long checked = 0;
     for (int w = 0; w < WRITERS; w++) {
-        ledger *l = &ledgers[w];
-        for (size_t i = l->checked; i < l->nacked; i++) {
-            char q[160];
+        crashkit_ledger *l = &ledgers[w];
+        for (size_t i = checked_upto[w]; i < l->ndocs; i++) {
+            char req[32], q[160];
+            req_of(req, sizeof req, l->w, l->docs[i].acked);
             snprintf(q, sizeof q,
-                     "{\"where\":[{\"field\":\"req\",\"op\":\"eq\",\"value\":\"%s\"}]}",
-                     l->acked[i]);
+                     "{\"where\":[{\"field\":\"req\",\"op\":\"eq\",\"value\":\"%s\"}]}", req);
             json_t *r = NULL;
             long st = client_json(d.base, "POST", "/v1/docs/ix/_query", q, &r);
             json_t *items = json_object_get(r, "records");
             bool found = st == 200 && json_array_size(items) == 1;
             if (!found)
-                fprintf(stderr, "acked %s: query status %ld, %zu found\n", l->acked[i], st,
+                fprintf(stderr, "acked %s: query status %ld, %zu found\n", req, st,
                         json_array_size(items));
             CHECK(found);
             json_decref(r);
             char body[128];
-            snprintf(body, sizeof body, "{\"req\":\"%s\"}", l->acked[i]);
+            snprintf(body, sizeof body, "{\"req\":\"%s\"}", req);
             CHECK_INT(client_json(d.base, "POST", "/v1/docs/ix", body, NULL), 409);
             checked++;
         }
-        l->checked = l->nacked;
+        checked_upto[w] = l->ndocs;
     }
     return checked;
 }
@@ -155,18 +157,18 @@ static const char *const *const modes[] = {mode_auto, mode_fsync, mode_syncfs};
 
 static void kills(bool at_fault_point)
 {
-    const char *env = getenv("STORHD_CRASH_DOCINDEX_KILLS");
-    int n = env ? atoi(env) : 6;
-    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
-    printf("crash_docindex: %d kills, seed %u\n", n, seed);
+    int n = crashkit_env_int("STORHD_CRASH_DOCINDEX_KILLS", 6);
+    unsigned long long seed = crashkit_seed(NULL);
+    printf("crash_docindex: %d kills, seed %llu\n", n, seed);
     /* each case on a root of its own: the cases also run one after the
      * other in one process (scripts/memcheck.sh), and reuse unique values */
     char croot[PATH_MAX];
     snprintf(croot, sizeof croot, "%s/%s", root, at_fault_point ? "fault" : "random");
     CHECK_INT(mkdir(croot, 0755), 0);
     for (int w = 0; w < WRITERS; w++) {
-        ledgers[w] = (ledger){.w = w};
-        ledgers[w].acked = malloc(MAX_ACKED * sizeof *ledgers[w].acked);
+        crashkit_ledger_free(&ledgers[w]);
+        ledgers[w].w = w;
+        checked_upto[w] = 0;
     }
     CHECK_INT(daemon_start(&d, croot, NULL), 0);
     CHECK_INT(client_json(d.base, "PUT", "/v1/docs/ix/_indexes",
@@ -180,7 +182,8 @@ static void kills(bool at_fault_point)
     for (int k = 0; k < n; k++) {
         char fault[64];
         if (at_fault_point) {
-            snprintf(fault, sizeof fault, "docgroup.index.staged@%d", 2 + rand_r(&seed) % 20);
+            snprintf(fault, sizeof fault, "docgroup.index.staged@%d",
+                     2 + (int)(crashkit_rnd(&seed) % 20));
             setenv("STORH_FAULT", fault, 1);
         }
         int rc = daemon_start(&d, croot, modes[k % 3]);
@@ -188,9 +191,7 @@ static void kills(bool at_fault_point)
         CHECK_INT(rc, 0);
         if (rc)
             break;
-        atomic_store(&stop_writers, false);
-        for (int w = 0; w < WRITERS; w++)
-            pthread_create(&ledgers[w].th, NULL, writer, &ledgers[w]);
+        crashkit_crew_start(&crew, WRITERS, write_one, ledgers, sizeof ledgers[0]);
         if (at_fault_point) { /* it ends itself; give it up to 20 s */
             for (int t = 0; t < 200 && kill(d.pid, 0) == 0; t++) {
                 int status;
@@ -199,28 +200,21 @@ static void kills(bool at_fault_point)
                     d.pid = 0;
                     break;
                 }
-                struct timespec ts = {0, 100000000L};
-                nanosleep(&ts, NULL);
+                crashkit_sleep_ms(100);
             }
         } else {
-            struct timespec ts = {0, (long)(50 + rand_r(&seed) % 400) * 1000000L};
-            nanosleep(&ts, NULL);
+            crashkit_sleep_ms((long)(50 + crashkit_rnd(&seed) % 400));
         }
         if (d.pid > 0)
             daemon_kill(&d);
-        atomic_store(&stop_writers, true);
-        for (int w = 0; w < WRITERS; w++)
-            pthread_join(ledgers[w].th, NULL);
+        crashkit_crew_stop(&crew);
         CHECK_INT(daemon_start(&d, croot, modes[(k + 1) % 3]), 0);
         char ixdir[PATH_MAX];
         snprintf(ixdir, sizeof ixdir, "%s/ix/.storh/indexes", croot);
         check_files(ixdir, &files);
         checked += check_acked();
         CHECK_INT(client_json(d.base, "POST", "/v1/docs/ix/_reindex", NULL, NULL), 200);
-        client_resp r;
-        client_do(d.base, "GET", "/v1/docs/ix/_verify", NULL, NULL, 0, NULL, 0, &r);
-        CHECK_PREFIX(r.body, "{\"ok\":true,\"errors\":[]");
-        client_free(&r);
+        CHECK(crashkit_verify_ok(d.base, "/v1/docs/ix/_verify", true));
         CHECK_INT(daemon_stop(&d), 0);
     }
     if (at_fault_point)
@@ -230,7 +224,7 @@ static void kills(bool at_fault_point)
            "%d index files parsed\n",
            n, fault_hits, checked, files);
     for (int w = 0; w < WRITERS; w++)
-        free(ledgers[w].acked);
+        crashkit_ledger_free(&ledgers[w]);
 }
 
 TEST(kill_between_index_sync_and_renames)
@@ -248,23 +242,16 @@ static const test_case cases[] = {
     TEST_ENTRY(kill_at_random_moments),
 };
 
-static int run_cases(int argc, char **argv);
-
-int main(int argc, char **argv)
+static int setup(void)
 {
-    TEST_LIST_EXIT(argc, argv, cases);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (!tmpdir_make(root))
-        return 2;
-    int rc = run_cases(argc, argv);
-    if (rc == 0) {
-        snprintf(d.root, sizeof d.root, "%s", root);
-        daemon_cleanup(&d);
-    } else {
-        fprintf(stderr, "kept the root for a look: %s\n", root);
-    }
-    curl_global_cleanup();
-    return rc;
+    return crashkit_root_make(root);
 }
 
-TEST_MAIN_NAMED(run_cases, cases)
+static int teardown(int rc)
+{
+    for (int w = 0; w < WRITERS; w++)
+        crashkit_ledger_free(&ledgers[w]);
+    return crashkit_root_done(root, rc);
+}
+
+CRASHKIT_MAIN(cases, setup, teardown)

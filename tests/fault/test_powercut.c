@@ -33,6 +33,7 @@
 #include "../powerfs/pfmount.h"
 #include "../powerfs/pfsyncfs.h"
 #include "client.h"
+#include "../support/crashkit.h"
 #include "../support/daemon.h"
 #include "../support/idset.h"
 #include "../test.h"
@@ -48,19 +49,6 @@
 #define BATCH_JOBS 3
 
 typedef char id_t37[UUID7_LEN + 1];
-
-typedef struct doc_entry {
-    id_t37 id;
-    long acked;   /* n of the version known to be there, -1 if none */
-    long pending; /* n of a write in flight, -1 if none */
-    bool deleted, delete_pending;
-} doc_entry;
-
-typedef struct log_entry {
-    id_t37 id;
-    long n;
-    bool deleted, delete_pending;
-} log_entry;
 
 /* A multi-row write: documents [first, first + k) of the ledger, or log
  * records / jobs whose data carry "b": b. expect: rows known to be there
@@ -78,17 +66,12 @@ typedef struct bjob {
     long b;
 } bjob;
 
+/* A writer's single writes (k, first: crashkit_pool_completions reads it
+ * there) and its multi-row ones. */
 typedef struct ledger {
-    int w;
-    unsigned long long rng;
-    long seq;
-    doc_entry *docs;
-    size_t ndocs, capdocs;
-    log_entry *logs;
-    size_t nlogs, caplogs;
+    crashkit_ledger k;
     group *dbulk, *lbulk, *qbatch;
     size_t ndbulk, nlbulk, nqbatch, capdbulk, caplbulk, capqbatch;
-    idset enqueued, completed, complete_tried;
     bjob *bjobs;
     size_t nbjobs, capbjobs;
 } ledger;
@@ -98,39 +81,14 @@ static pfsync_relay relay;
 static daemon_proc d;
 static char scratch[PATH_MAX], root[PATH_MAX], mirror_db[PATH_MAX];
 static ledger ledgers[WRITERS];
-static atomic_bool stop_writers;
+static crashkit_crew crew;
 static bool indexes_acked;
 static long long checked, partial_bulk, dropped_files, torn_pages;
-static atomic_long pushes, compactions, errors_5xx, dbulk_sent, dbulk_acked, lbulk_acked,
-    qbatch_acked;
-
-static unsigned long long rnd(unsigned long long *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-static void *grow(void *p, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return p;
-    *cap = *cap * 2 + 64;
-    void *q = realloc(p, *cap * size);
-    if (!q)
-        abort();
-    return q;
-}
+static atomic_long pushes, compactions, dbulk_sent, dbulk_acked, lbulk_acked, qbatch_acked;
 
 static long call(const char *method, const char *path, const char *body, json_t **out)
 {
-    long st = client_json(d.base, method, path, body, out);
-    if (st >= 500) {
-        atomic_fetch_add(&errors_5xx, 1);
-        fprintf(stderr, "%s %s: %ld\n", method, path, st);
-    }
-    return st;
+    return crashkit_call(d.base, method, path, body, out);
 }
 
 static long ndjson(const char *path, const char *body, size_t len)
@@ -140,26 +98,16 @@ static long ndjson(const char *path, const char *body, size_t len)
                   ? r.status
                   : 0;
     if (st >= 500) {
-        atomic_fetch_add(&errors_5xx, 1);
+        atomic_fetch_add(&crashkit_5xx, 1);
         fprintf(stderr, "POST %s: %ld %.300s\n", path, st, r.body);
     }
     client_free(&r);
     return st;
 }
 
-static doc_entry *new_doc(ledger *l)
-{
-    l->docs = grow(l->docs, &l->capdocs, l->ndocs, sizeof *l->docs);
-    doc_entry *e = &l->docs[l->ndocs++];
-    memset(e, 0, sizeof *e);
-    uuid7_generate(e->id, -1, NULL);
-    e->acked = e->pending = -1;
-    return e;
-}
-
 static group *new_group(group **v, size_t *n, size_t *cap, long b, int k)
 {
-    *v = grow(*v, cap, *n, sizeof **v);
+    *v = crashkit_grow(*v, cap, *n, sizeof **v);
     group *g = &(*v)[(*n)++];
     *g = (group){b, 0, k, -1, false};
     return g;
@@ -169,60 +117,32 @@ static group *new_group(group **v, size_t *n, size_t *cap, long b, int k)
 
 static bool put_doc(ledger *l, long n, bool overwrite)
 {
-    char path[160], body[320];
-    doc_entry *e = overwrite && l->ndocs ? &l->docs[rnd(&l->rng) % l->ndocs] : NULL;
-    if (e && (e->acked < 0 || e->pending >= 0 || e->deleted || e->delete_pending))
-        e = NULL;
-    if (!e)
-        e = new_doc(l);
-    e->pending = n;
-    snprintf(body, sizeof body, "{\"w\":%d,\"n\":%ld,\"pad\":\"%0150d\"}", l->w, n, 0);
-    snprintf(path, sizeof path, "/v1/docs/" DOCS "/%s", e->id);
-    long st = call("PUT", path, body, NULL);
-    if (st == 200 || st == 201) {
-        e->acked = n;
-        e->pending = -1;
-    }
-    return st != 0;
-}
-
-static bool delete_doc(ledger *l)
-{
-    char path[160];
-    doc_entry *e = &l->docs[rnd(&l->rng) % l->ndocs];
-    if (e->deleted || e->delete_pending || e->acked < 0 || e->pending >= 0)
-        return true;
-    e->delete_pending = true;
-    snprintf(path, sizeof path, "/v1/docs/" DOCS "/%s", e->id);
-    long st = call("DELETE", path, NULL, NULL);
-    if (st == 204) {
-        e->deleted = true;
-        e->delete_pending = false;
-    }
-    return st != 0;
+    char body[320];
+    snprintf(body, sizeof body, "{\"w\":%d,\"n\":%ld,\"pad\":\"%0150d\"}", l->k.w, n, 0);
+    return crashkit_put_doc(d.base, &l->k, DOCS, body, n, overwrite);
 }
 
 static bool bulk_docs(ledger *l, long n)
 {
     group *g = new_group(&l->dbulk, &l->ndbulk, &l->capdbulk, n, BULK_DOCS);
     atomic_fetch_add(&dbulk_sent, 1);
-    g->first = l->ndocs;
+    g->first = l->k.ndocs;
     char body[BULK_DOCS * 300];
     size_t len = 0;
     for (int i = 0; i < BULK_DOCS; i++) {
-        doc_entry *e = new_doc(l);
+        crashkit_doc *e = crashkit_new_doc(&l->k);
         e->pending = n;
         len += (size_t)snprintf(body + len, sizeof body - len,
                                 "{\"id\":\"%s\",\"data\":{\"w\":%d,\"n\":%ld,\"i\":%d}}\n", e->id,
-                                l->w, n, i);
+                                l->k.w, n, i);
     }
     long st = ndjson("/v1/docs/" DOCS "/_bulk", body, len);
     if (st == 200) {
         atomic_fetch_add(&dbulk_acked, 1);
         g->expect = BULK_DOCS;
         for (int i = 0; i < BULK_DOCS; i++) {
-            l->docs[g->first + (size_t)i].acked = n;
-            l->docs[g->first + (size_t)i].pending = -1;
+            l->k.docs[g->first + (size_t)i].acked = n;
+            l->k.docs[g->first + (size_t)i].pending = -1;
         }
     }
     return st != 0;
@@ -231,26 +151,15 @@ static bool bulk_docs(ledger *l, long n)
 static bool append_log(ledger *l, long n)
 {
     char body[320];
-    snprintf(body, sizeof body, "{\"w\":%d,\"n\":%ld,\"pad\":\"%0150d\"}", l->w, n, 0);
-    json_t *r = NULL;
-    long st = call("POST", "/v1/logs/" LOG, body, &r);
-    const char *id = json_string_value(json_object_get(r, "id"));
-    if (st == 201 && id) {
-        l->logs = grow(l->logs, &l->caplogs, l->nlogs, sizeof *l->logs);
-        log_entry *e = &l->logs[l->nlogs++];
-        memset(e, 0, sizeof *e);
-        snprintf(e->id, sizeof e->id, "%s", id);
-        e->n = n;
-    }
-    json_decref(r);
-    return st != 0;
+    snprintf(body, sizeof body, "{\"w\":%d,\"n\":%ld,\"pad\":\"%0150d\"}", l->k.w, n, 0);
+    return crashkit_append_log(d.base, &l->k, LOG, body, n);
 }
 
 static bool delete_log(ledger *l)
 {
-    if (!l->nlogs)
+    if (!l->k.nlogs)
         return true;
-    log_entry *e = &l->logs[rnd(&l->rng) % l->nlogs];
+    crashkit_log *e = &l->k.logs[crashkit_rnd(&l->k.rng) % l->k.nlogs];
     if (e->deleted || e->delete_pending)
         return true;
     e->delete_pending = true;
@@ -266,12 +175,12 @@ static bool delete_log(ledger *l)
 
 static bool bulk_logs(ledger *l, long n)
 {
-    group *g = new_group(&l->lbulk, &l->nlbulk, &l->caplbulk, n * 10 + l->w, BULK_LOGS);
+    group *g = new_group(&l->lbulk, &l->nlbulk, &l->caplbulk, n * 10 + l->k.w, BULK_LOGS);
     char body[BULK_LOGS * 100];
     size_t len = 0;
     for (int i = 0; i < BULK_LOGS; i++)
         len += (size_t)snprintf(body + len, sizeof body - len,
-                                "{\"w\":%d,\"n\":%ld,\"b\":%ld,\"i\":%d}\n", l->w, n, g->b, i);
+                                "{\"w\":%d,\"n\":%ld,\"b\":%ld,\"i\":%d}\n", l->k.w, n, g->b, i);
     long st = ndjson("/v1/logs/" LOG "/_bulk", body, len);
     if (st == 200) {
         atomic_fetch_add(&lbulk_acked, 1);
@@ -285,68 +194,47 @@ static bool enqueue(ledger *l, long n, bool batch)
     char body[512];
     group *g = NULL;
     if (batch) {
-        g = new_group(&l->qbatch, &l->nqbatch, &l->capqbatch, n * 10 + l->w, BATCH_JOBS);
+        g = new_group(&l->qbatch, &l->nqbatch, &l->capqbatch, n * 10 + l->k.w, BATCH_JOBS);
         size_t len = (size_t)snprintf(body, sizeof body, "[");
         for (int i = 0; i < BATCH_JOBS; i++)
             len += (size_t)snprintf(body + len, sizeof body - len, "%s{\"w\":%d,\"b\":%ld}",
-                                    i ? "," : "", l->w, g->b);
+                                    i ? "," : "", l->k.w, g->b);
         snprintf(body + len, sizeof body - len, "]");
     } else {
-        snprintf(body, sizeof body, "{\"w\":%d,\"n\":%ld}", l->w, n);
+        snprintf(body, sizeof body, "{\"w\":%d,\"n\":%ld}", l->k.w, n);
     }
-    json_t *r = NULL;
-    long st = call("POST", "/v1/queues/" QUEUE "/jobs", body, &r);
-    json_t *list = json_object_get(r, "ids");
-    if (st == 201 && json_array_size(list) == (batch ? BATCH_JOBS : 1)) {
-        size_t i;
-        json_t *id;
-        json_array_foreach(list, i, id) idset_add(&l->enqueued, json_string_value(id));
-        if (g) {
-            atomic_fetch_add(&qbatch_acked, 1);
-            g->expect = BATCH_JOBS;
-        }
+    bool acked;
+    bool up = crashkit_enqueue(d.base, &l->k, QUEUE, body, batch ? BATCH_JOBS : 1, &acked);
+    if (g && acked) {
+        atomic_fetch_add(&qbatch_acked, 1);
+        g->expect = BATCH_JOBS;
     }
-    json_decref(r);
-    return st != 0;
+    return up;
 }
 
-static bool claim_complete(ledger *l)
+/* A claimed job of a queue array: remembered with its array's b. */
+static void note_bjob(void *ctx, const char *id, const json_t *job)
 {
-    json_t *r = NULL;
-    long st = call("POST", "/v1/queues/" QUEUE "/claim?limit=1", NULL, &r);
-    const char *id =
-        json_string_value(json_object_get(json_array_get(json_object_get(r, "jobs"), 0), "id"));
-    if (st == 200 && id) {
-        char path[160];
-        id_t37 job;
-        snprintf(job, sizeof job, "%s", id);
-        json_t *b = json_object_get(
-            json_object_get(json_array_get(json_object_get(r, "jobs"), 0), "payload"), "b");
-        if (b) {
-            l->bjobs = grow(l->bjobs, &l->capbjobs, l->nbjobs, sizeof *l->bjobs);
-            snprintf(l->bjobs[l->nbjobs].id, sizeof job, "%s", job);
-            l->bjobs[l->nbjobs++].b = (long)json_integer_value(b);
-        }
-        idset_add(&l->complete_tried, job);
-        snprintf(path, sizeof path, "/v1/queues/" QUEUE "/jobs/%s/complete", job);
-        st = call("POST", path, NULL, NULL);
-        if (st == 200)
-            idset_add(&l->completed, job);
+    ledger *l = ctx;
+    json_t *b = json_object_get(json_object_get(job, "payload"), "b");
+    if (b) {
+        l->bjobs = crashkit_grow(l->bjobs, &l->capbjobs, l->nbjobs, sizeof *l->bjobs);
+        snprintf(l->bjobs[l->nbjobs].id, sizeof l->bjobs[l->nbjobs].id, "%s", id);
+        l->bjobs[l->nbjobs++].b = (long)json_integer_value(b);
     }
-    json_decref(r);
-    return st != 0;
 }
 
 /* One write; false when the server is gone. */
-static bool write_one(ledger *l)
+static bool write_one(void *arg)
 {
-    long n = ++l->seq;
-    unsigned op = (unsigned)(rnd(&l->rng) % 24);
-    if (op <= 5 || l->ndocs == 0)
+    ledger *l = arg;
+    long n = ++l->k.seq;
+    unsigned op = (unsigned)(crashkit_rnd(&l->k.rng) % 24);
+    if (op <= 5 || l->k.ndocs == 0)
         return put_doc(l, n, op >= 4);
     switch (op) {
     case 6:
-        return delete_doc(l);
+        return crashkit_delete_doc(d.base, &l->k, DOCS);
     case 7:
     case 8:
     case 9:
@@ -359,19 +247,19 @@ static bool write_one(ledger *l)
     case 13:
     case 14:
     case 15:
-        return claim_complete(l);
+        return crashkit_claim_complete(d.base, &l->k, QUEUE, note_bjob, l);
     case 16:
         return bulk_docs(l, n);
     case 17:
         return bulk_logs(l, n);
     case 18: /* a roll happens every few appends (4 KiB segments); compaction rewrites them */
-        if (l->w == 0) {
+        if (l->k.w == 0) {
             atomic_fetch_add(&compactions, 1);
             return call("POST", "/v1/logs/" LOG "/_compact", NULL, NULL) != 0;
         }
         return append_log(l, n);
     case 19:
-        if (l->w == 1) {
+        if (l->k.w == 1) {
             atomic_fetch_add(&pushes, 1);
             return call("POST", "/v1/mirror/push", NULL, NULL) != 0;
         }
@@ -379,14 +267,6 @@ static bool write_one(ledger *l)
     default:
         return put_doc(l, n, true);
     }
-}
-
-static void *writer(void *arg)
-{
-    ledger *l = arg;
-    while (!atomic_load(&stop_writers) && write_one(l))
-        ;
-    return NULL;
 }
 
 /* ---- what a cut left ---- */
@@ -430,7 +310,7 @@ static void read_all(const char *path, seen_set *out)
         const char *id = json_string_value(json_object_get(j, "id"));
         CHECK(id != NULL);
         if (id) {
-            out->v = grow(out->v, &out->cap, out->n, sizeof *out->v);
+            out->v = crashkit_grow(out->v, &out->cap, out->n, sizeof *out->v);
             seen *s = &out->v[out->n++];
             snprintf(s->id, sizeof s->id, "%s", id);
             s->n = (long)json_integer_value(json_object_get(data, "n"));
@@ -477,28 +357,17 @@ static void check_docs(void)
                 continue;
             g->retired = true;
             for (int k = 0; k < g->k; k++) {
-                const seen *x = seen_get(&s, l->docs[g->first + (size_t)k].id);
+                const seen *x = seen_get(&s, l->k.docs[g->first + (size_t)k].id);
                 have += x && x->n == g->b;
             }
             check_group(g, have, "documents _bulk");
         }
-        for (size_t i = 0; i < l->ndocs; i++) {
-            doc_entry *e = &l->docs[i];
+        for (size_t i = 0; i < l->k.ndocs; i++) {
+            crashkit_doc *e = &l->k.docs[i];
             const seen *x = seen_get(&s, e->id);
-            bool ok;
-            if (e->deleted)
-                ok = !x;
-            else if (!x)
-                ok = e->acked < 0 || e->delete_pending;
-            else
-                ok = x->n == e->acked || (e->pending >= 0 && x->n == e->pending);
             if (e->acked >= 0 || e->deleted)
                 checked++;
-            if (!ok)
-                fprintf(stderr, "doc %s: %s n %ld, acked %ld pending %ld deleted %d/%d\n", e->id,
-                        x ? "there" : "absent", x ? x->n : -1, e->acked, e->pending, e->deleted,
-                        e->delete_pending);
-            CHECK(ok);
+            CHECK(crashkit_doc_ok(e, x != NULL, x ? x->n : -1));
             /* what the cut left is the known state now */
             e->acked = x ? x->n : -1;
             e->deleted = !x && (e->deleted || e->delete_pending);
@@ -515,8 +384,8 @@ static void check_logs(void)
     read_all("/v1/logs/" LOG, &s);
     for (int w = 0; w < WRITERS; w++) {
         ledger *l = &ledgers[w];
-        for (size_t i = 0; i < l->nlogs; i++) {
-            log_entry *e = &l->logs[i];
+        for (size_t i = 0; i < l->k.nlogs; i++) {
+            crashkit_log *e = &l->k.logs[i];
             const seen *x = seen_get(&s, e->id);
             bool ok = e->deleted ? !x : (x ? x->n == e->n : e->delete_pending);
             checked++;
@@ -537,51 +406,36 @@ static void check_logs(void)
     free(s.v);
 }
 
+/* A claimed job of a queue array, with its array's b. */
+static void note_batch(void *ctx, const json_t *job)
+{
+    seen_set *batch = ctx;
+    json_t *b = json_object_get(json_object_get(job, "payload"), "b");
+    if (b) {
+        batch->v = crashkit_grow(batch->v, &batch->cap, batch->n, sizeof *batch->v);
+        snprintf(batch->v[batch->n].id, UUID7_LEN + 1, "%s",
+                 json_string_value(json_object_get(job, "id")));
+        batch->v[batch->n++].b = (long)json_integer_value(b);
+    }
+}
+
 /* Claims every job (after requeueing them all): every acknowledged job is
  * there unless its completion was tried, no completed one comes back;
  * then they are requeued for the writers. */
 static void check_queue(void)
 {
-    long st0 = call("POST", "/v1/queues/" QUEUE "/requeue", "{\"timeout_seconds\":0}", NULL);
-    if (st0 != 404) /* 404: never written to; an acknowledged job is then missed */
-        CHECK_INT(st0, 200);
     idset claimed = {0};
     seen_set batch = {0};
-    for (;;) {
-        json_t *r = NULL;
-        long st = call("POST", "/v1/queues/" QUEUE "/claim?limit=1000", NULL, &r);
-        size_t i;
-        json_t *job;
-        json_array_foreach(json_object_get(r, "jobs"), i, job)
-        {
-            const char *id = json_string_value(json_object_get(job, "id"));
-            idset_add(&claimed, id);
-            json_t *b = json_object_get(json_object_get(job, "payload"), "b");
-            if (b) {
-                batch.v = grow(batch.v, &batch.cap, batch.n, sizeof *batch.v);
-                snprintf(batch.v[batch.n].id, UUID7_LEN + 1, "%s", id);
-                batch.v[batch.n++].b = (long)json_integer_value(b);
-            }
-        }
-        json_decref(r);
-        if (st != 200)
-            break;
-    }
-    idset_sort(&claimed);
+    long st0 = crashkit_claim_all(d.base, QUEUE, &claimed, note_batch, &batch);
+    if (st0 != 404) /* 404: never written to; an acknowledged job is then missed */
+        CHECK_INT(st0, 200);
     idset tried = {0}, done = {0};
-    for (int w = 0; w < WRITERS; w++) {
-        for (size_t i = 0; i < ledgers[w].complete_tried.n; i++)
-            idset_add(&tried, ledgers[w].complete_tried.id[i]);
-        for (size_t i = 0; i < ledgers[w].completed.n; i++)
-            idset_add(&done, ledgers[w].completed.id[i]);
-    }
-    idset_sort(&tried);
-    idset_sort(&done);
+    crashkit_pool_completions(ledgers, WRITERS, sizeof ledgers[0], &tried, &done);
     long lost = 0, back = 0;
     for (int w = 0; w < WRITERS; w++) {
         ledger *l = &ledgers[w];
-        for (size_t i = 0; i < l->enqueued.n; i++) {
-            const char *id = l->enqueued.id[i];
+        for (size_t i = 0; i < l->k.enqueued.n; i++) {
+            const char *id = l->k.enqueued.id[i];
             if (idset_has(&done, id))
                 continue;
             checked++;
@@ -590,9 +444,9 @@ static void check_queue(void)
                 lost++;
             }
         }
-        for (size_t i = 0; i < l->completed.n; i++, checked++)
-            if (idset_has(&claimed, l->completed.id[i])) {
-                fprintf(stderr, "job %s: completed, and back\n", l->completed.id[i]);
+        for (size_t i = 0; i < l->k.completed.n; i++, checked++)
+            if (idset_has(&claimed, l->k.completed.id[i])) {
+                fprintf(stderr, "job %s: completed, and back\n", l->k.completed.id[i]);
                 back++;
             }
         for (size_t i = 0; i < l->nqbatch; i++) {
@@ -612,14 +466,14 @@ static void check_queue(void)
             check_group(g, have, "queue array");
             for (size_t k = 0; in_flight && k < batch.n; k++)
                 if (batch.v[k].b == g->b)
-                    idset_add(&l->enqueued, batch.v[k].id);
+                    idset_add(&l->k.enqueued, batch.v[k].id);
         }
         /* a completion in doubt: done if its job is gone, pending again if not */
-        for (size_t i = 0; i < l->complete_tried.n; i++)
-            if (!idset_has(&claimed, l->complete_tried.id[i]) &&
-                !idset_has(&done, l->complete_tried.id[i]))
-                idset_add(&l->completed, l->complete_tried.id[i]);
-        l->complete_tried.n = 0;
+        for (size_t i = 0; i < l->k.complete_tried.n; i++)
+            if (!idset_has(&claimed, l->k.complete_tried.id[i]) &&
+                !idset_has(&done, l->k.complete_tried.id[i]))
+                idset_add(&l->k.completed, l->k.complete_tried.id[i]);
+        l->k.complete_tried.n = 0;
     }
     CHECK_INT(lost, 0);
     CHECK_INT(back, 0);
@@ -632,16 +486,10 @@ static void check_queue(void)
     free(batch.v);
 }
 
+/* a store that never acknowledged a write may not exist (404) */
 static void check_verify(const char *path)
 {
-    client_resp r;
-    CHECK_INT(client_do(d.base, "GET", path, NULL, NULL, 0, NULL, 0, &r), 0);
-    if (r.status != 404) { /* a store that never acknowledged a write may not exist */
-        if (strncmp(r.body, "{\"ok\":true,\"errors\":[]", 22))
-            fprintf(stderr, "%s: %.400s\n", path, r.body);
-        CHECK_PREFIX(r.body, "{\"ok\":true,\"errors\":[]");
-    }
-    client_free(&r);
+    CHECK(crashkit_verify_ok(d.base, path, false));
 }
 
 /* Before storhd opens it: the mirror's SQLite file is a sound database. */
@@ -701,15 +549,12 @@ static const char *const extra[] = {"--log-segment-bytes", "4096", NULL};
 
 TEST(acknowledged_writes_survive_power_cuts)
 {
-    const char *env = getenv("STORHD_POWERCUT_CUTS");
-    int cuts = env ? atoi(env) : 24;
-    unsigned long long seed = (unsigned long long)time(NULL) * 2654435761u + (unsigned)getpid();
-    if (getenv("STORHD_POWERCUT_SEED"))
-        seed = strtoull(getenv("STORHD_POWERCUT_SEED"), NULL, 10);
+    int cuts = crashkit_env_int("STORHD_POWERCUT_CUTS", 24);
+    unsigned long long seed = crashkit_seed("STORHD_POWERCUT_SEED");
     printf("powercut: %d cuts, seed %llu, multi-row writes checked all-or-nothing\n", cuts, seed);
     for (int w = 0; w < WRITERS; w++) {
-        ledgers[w].w = w;
-        ledgers[w].rng = seed + (unsigned long long)w * 7919 + 1;
+        ledgers[w].k.w = w;
+        ledgers[w].k.rng = seed + (unsigned long long)w * 7919 + 1;
     }
     int strict = 0, randomized = 0;
     for (int k = 0; k <= cuts; k++) {
@@ -728,22 +573,16 @@ TEST(acknowledged_writes_survive_power_cuts)
         check_all(k % 4 == 1 || k == cuts);
         if (k == cuts || test_failures)
             break;
-        atomic_store(&stop_writers, false);
-        pthread_t th[WRITERS];
-        for (int w = 0; w < WRITERS; w++)
-            pthread_create(&th[w], NULL, writer, &ledgers[w]);
-        struct timespec ts = {0, (long)(30 + rnd(&seed) % 370) * 1000000L};
-        nanosleep(&ts, NULL);
+        crashkit_crew_start(&crew, WRITERS, write_one, ledgers, sizeof ledgers[0]);
+        crashkit_sleep_ms((long)(30 + crashkit_rnd(&seed) % 370));
         daemon_kill(&d);
-        atomic_store(&stop_writers, true);
-        for (int w = 0; w < WRITERS; w++)
-            pthread_join(th[w], NULL);
+        crashkit_crew_stop(&crew);
         char cmd[64];
         if (k % 2 == 0) {
             snprintf(cmd, sizeof cmd, "cut strict");
             strict++;
         } else {
-            snprintf(cmd, sizeof cmd, "cut %llu", rnd(&seed) | 1);
+            snprintf(cmd, sizeof cmd, "cut %llu", crashkit_rnd(&seed) | 1);
             randomized++;
         }
         CHECK_INT(pfmount_cmd(&pm, cmd), 0);
@@ -751,13 +590,13 @@ TEST(acknowledged_writes_survive_power_cuts)
         torn_pages += pfmount_stat(&pm, "cut_torn");
     }
     CHECK_INT(daemon_stop(&d), 0);
-    CHECK_INT(atomic_load(&errors_5xx), 0); /* a kill ends a request without an answer */
+    CHECK_INT(atomic_load(&crashkit_5xx), 0); /* a kill ends a request without an answer */
     long long docs = 0, logs = 0, jobs = 0;
     for (int w = 0; w < WRITERS; w++) {
-        for (size_t i = 0; i < ledgers[w].ndocs; i++)
-            docs += ledgers[w].docs[i].acked >= 0 || ledgers[w].docs[i].deleted;
-        logs += (long long)ledgers[w].nlogs;
-        jobs += (long long)ledgers[w].enqueued.n;
+        for (size_t i = 0; i < ledgers[w].k.ndocs; i++)
+            docs += ledgers[w].k.docs[i].acked >= 0 || ledgers[w].k.docs[i].deleted;
+        logs += (long long)ledgers[w].k.nlogs;
+        jobs += (long long)ledgers[w].k.enqueued.n;
     }
     printf("powercut: %d strict and %d randomized cuts survived (%lld files dropped, %lld pages "
            "torn; %ld syncfs relayed, %ld compactions, %ld mirror pushes); %lld documents, %lld "
@@ -769,19 +608,16 @@ TEST(acknowledged_writes_survive_power_cuts)
            atomic_load(&dbulk_acked) + atomic_load(&lbulk_acked) + atomic_load(&qbatch_acked),
            atomic_load(&dbulk_acked), atomic_load(&dbulk_sent), atomic_load(&lbulk_acked),
            atomic_load(&qbatch_acked), checked, test_failures, partial_bulk,
-           atomic_load(&errors_5xx));
+           atomic_load(&crashkit_5xx));
 }
 
 static const test_case cases[] = {
     TEST_ENTRY(acknowledged_writes_survive_power_cuts),
 };
 
-static int run_cases(int argc, char **argv);
-
-int main(int argc, char **argv)
+/* The powerfs mount the root lives on, and the syncfs relay into it. */
+static int setup(void)
 {
-    TEST_LIST_EXIT(argc, argv, cases);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     if (!pfmount_scratch(scratch))
         return 2;
     if (pfmount_start(&pm, scratch) != 0) {
@@ -793,7 +629,11 @@ int main(int argc, char **argv)
     snprintf(mirror_db, sizeof mirror_db, "%s.mirror.sqlite", root);
     CHECK_INT(pfsync_relay_start(&relay, &pm), 0);
     daemon_pre_exec = install_relay;
-    int rc = run_cases(argc, argv);
+    return 0;
+}
+
+static int teardown(int rc)
+{
     daemon_kill(&d);
     pfsync_relay_stop(&relay);
     if (pfmount_stop(&pm) != 0)
@@ -804,18 +644,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "kept the backing directory for a look: %s\n", pm.backing);
     for (int w = 0; w < WRITERS; w++) {
         ledger *l = &ledgers[w];
-        free(l->docs);
-        free(l->logs);
+        crashkit_ledger_free(&l->k);
         free(l->dbulk);
         free(l->lbulk);
         free(l->qbatch);
         free(l->bjobs);
-        free(l->enqueued.id);
-        free(l->completed.id);
-        free(l->complete_tried.id);
     }
-    curl_global_cleanup();
     return rc;
 }
 
-TEST_MAIN_NAMED(run_cases, cases)
+CRASHKIT_MAIN(cases, setup, teardown)

@@ -224,8 +224,72 @@ TEST(postgres_down_then_back)
     client_free(&r);
 }
 
+/* A series' value in /metrics, -1 when absent. */
+static long long metric(const char *series)
+{
+    client_resp r;
+    client_do(d.base, "GET", "/metrics", NULL, NULL, 0, NULL, 0, &r);
+    char line[256];
+    snprintf(line, sizeof line, "\n%s ", series);
+    const char *p = r.status == 200 && r.body ? strstr(r.body, line) : NULL;
+    long long v = p ? atoll(p + strlen(line)) : -1;
+    client_free(&r);
+    return v;
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Hits are sent from the cache entry's own bytes (held, not copied): the
+ * same bytes as the miss, many times, and a 304 in between; the response
+ * cache's bytes are in /metrics, and hits do not grow them. The cache's TTL
+ * is 1 s here: only calls well inside it are expected to hit. */
+TEST(hits_from_the_entry_and_cache_bytes)
+{
+    const char *bytes = "storhd_cache_bytes{cache=\"response\"}";
+    const char *entries = "storhd_cache_entries{cache=\"response\"}";
+    CHECK_INT(metric(bytes), 0);
+    char *t7 = token_for(7);
+    double t0 = mono_s();
+    client_resp miss = call("page", t7, args(100, NULL), NULL);
+    CHECK_INT(miss.status, 200);
+    char etag[64], hdr[64];
+    CHECK(client_header(&miss, "ETag", etag, sizeof etag) != NULL);
+    long long cached = metric(bytes), held = metric(entries);
+    CHECK(cached >= (long long)miss.len); /* the answer, its keys and their bookkeeping */
+    CHECK(cached < 2 * (long long)miss.len + 8192);
+    CHECK(held >= 1);
+    int hits = 0;
+    for (int i = 0; i < 20 && mono_s() - t0 < 0.6; i++) {
+        client_resp r = call("page", t7, args(100, NULL), i == 10 ? etag : NULL);
+        if (i == 10) {
+            CHECK_INT(r.status, 304);
+            CHECK_INT(r.len, 0);
+        } else {
+            CHECK_INT(r.status, 200);
+            CHECK_INT(r.len, miss.len);
+            CHECK(r.body && !memcmp(r.body, miss.body, miss.len));
+        }
+        const char *xc = client_header(&r, "X-Cache", hdr, sizeof hdr);
+        hits += xc && !strcmp(xc, "hit");
+        client_free(&r);
+    }
+    if (mono_s() - t0 < 0.6) { /* nothing expired: every call was a hit */
+        CHECK_INT(hits, 20);
+        CHECK_INT(metric(bytes), cached);
+        CHECK_INT(metric(entries), held);
+    }
+    client_free(&miss);
+    free(t7);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(rows_cache_and_etag),
+    TEST_ENTRY(hits_from_the_entry_and_cache_bytes),
     TEST_ENTRY(bad_calls),
     TEST_ENTRY(postgres_down_then_back),
 };

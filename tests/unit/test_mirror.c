@@ -1,6 +1,11 @@
 /* The SQL mirror against SQLite and a real PostgreSQL (STORHD_TEST_PG, a
  * libpq conninfo, which scripts/test.sh provides; without it the test
  * fails rather than skips). */
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
 #include "../test.h"
 #include "../tmpdir.h"
 #include "docstore.h"
@@ -238,23 +243,6 @@ static void full_pass(void)
     mirror_free(m);
 }
 
-TEST(sqlite_mirror)
-{
-    driver = "sqlite";
-    full_pass();
-}
-
-TEST(postgres_mirror)
-{
-    driver = "postgres";
-    if (!getenv("STORHD_TEST_PG")) {
-        fprintf(stderr, "STORHD_TEST_PG is not set: scripts/test.sh starts a cluster for this\n");
-        CHECK(getenv("STORHD_TEST_PG") != NULL);
-        return;
-    }
-    full_pass();
-}
-
 TEST(bad_configs_are_refused)
 {
     const char *bad[] = {
@@ -423,30 +411,129 @@ static bool need_pg(void)
     return false;
 }
 
+/* Each pass against each driver: one runner, and below one case per pass
+ * and driver, each its own ctest test (named by its TEST line). */
+static void on_driver(const char *drv, void (*pass)(void))
+{
+    driver = drv;
+    if (!strcmp(drv, "postgres") && !need_pg())
+        return;
+    pass();
+}
+
+TEST(sqlite_mirror)
+{
+    on_driver("sqlite", full_pass);
+}
+
+TEST(postgres_mirror)
+{
+    on_driver("postgres", full_pass);
+}
+
 TEST(flush_skips_current_rows_sqlite)
 {
-    driver = "sqlite";
-    flush_pass();
+    on_driver("sqlite", flush_pass);
 }
 
 TEST(flush_skips_current_rows_postgres)
 {
-    driver = "postgres";
-    if (need_pg())
-        flush_pass();
+    on_driver("postgres", flush_pass);
 }
 
 TEST(rebuild_is_one_transaction_sqlite)
 {
-    driver = "sqlite";
-    rebuild_pass();
+    on_driver("sqlite", rebuild_pass);
 }
 
 TEST(rebuild_is_one_transaction_postgres)
 {
-    driver = "postgres";
-    if (need_pg())
-        rebuild_pass();
+    on_driver("postgres", rebuild_pass);
+}
+
+/* ---- another process writing the same SQLite file ---- */
+
+typedef struct side_writer {
+    char path[PATH_MAX];
+    atomic_bool stop;
+    long commits, failures;
+} side_writer;
+
+/* Commits small transactions into the mirror's SQLite file as fast as it
+ * can, as another process mirroring into it would. */
+static void *side_write(void *arg)
+{
+    side_writer *w = arg;
+    sqlite3 *db = NULL;
+    if (sqlite3_open(w->path, &db) != SQLITE_OK) {
+        w->failures++;
+        sqlite3_close(db);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db, 10000);
+    sqlite3_exec(db, "CREATE TABLE IF NOT EXISTS side (x INTEGER)", NULL, NULL, NULL);
+    while (!atomic_load(&w->stop)) {
+        if (sqlite3_exec(db, "BEGIN IMMEDIATE; INSERT INTO side VALUES (1); COMMIT;", NULL, NULL,
+                         NULL) == SQLITE_OK)
+            w->commits++;
+        else
+            w->failures++;
+        usleep(200);
+    }
+    sqlite3_close(db);
+    return NULL;
+}
+
+/* A push reads the table's hashes, then writes: with the write lock taken
+ * only at the first write, another process committing in between left the
+ * push on a stale snapshot (SQLITE_BUSY, no wait). It must wait its turn. */
+TEST(push_waits_for_another_writer_sqlite)
+{
+    driver = "sqlite";
+    docstore *ds = NULL;
+    const mirror_coll *c = NULL;
+    mirror *m = fl_setup(&ds, &c);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    char id[64], data[64];
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x100 + i);
+        snprintf(data, sizeof data, "{\"slug\":\"s%d\",\"v\":0}", i);
+        put(ds, id, data);
+    }
+    mirror_source src = {.ds = ds};
+    storh_err err;
+    json_t *t = json_object();
+    CHECK_INT(mirror_push(m, c, &src, t, &err), 0);
+    CHECK_INT(total(t, "inserted"), 40);
+    json_decref(t);
+    side_writer w = {.stop = false};
+    snprintf(w.path, sizeof w.path, "%s/mirror.sqlite", root);
+    pthread_t th;
+    CHECK_INT(pthread_create(&th, NULL, side_write, &w), 0);
+    for (int round = 1; round <= 10; round++) {
+        for (int i = 0; i < 40; i += 8) { /* every push has rows to update */
+            snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x100 + i);
+            snprintf(data, sizeof data, "{\"slug\":\"s%d\",\"v\":%d}", i, round);
+            put(ds, id, data);
+        }
+        t = json_object();
+        int rc = mirror_push(m, c, &src, t, &err);
+        if (rc)
+            fprintf(stderr, "push %d: %s\n", round, err.msg);
+        CHECK_INT(rc, 0);
+        CHECK_INT(total(t, "updated"), 5);
+        json_decref(t);
+    }
+    atomic_store(&w.stop, true);
+    pthread_join(th, NULL);
+    CHECK_INT(w.failures, 0);
+    CHECK(w.commits > 0);
+    CHECK_INT(scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 's8'"), 10);
+    mirror_uninstall(m, c, NULL);
+    docstore_close(ds);
+    mirror_free(m);
 }
 
 /* ---- a record PHP storh rewrites is flushed (STORH_PHP_DIR) ---- */
@@ -508,6 +595,7 @@ static const test_case tests[] = {
     TEST_ENTRY(flush_skips_current_rows_postgres),
     TEST_ENTRY(rebuild_is_one_transaction_sqlite),
     TEST_ENTRY(rebuild_is_one_transaction_postgres),
+    TEST_ENTRY(push_waits_for_another_writer_sqlite),
 };
 
 /* run only when named: registered with -DSTORH_PHP_DIR */

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../test.h"
 #include "../tmpdir.h"
@@ -167,11 +168,184 @@ TEST(one_budget_over_every_cache)
     json_decref(v);
 }
 
+/* Holds then lets go of log name in a holder of its own. */
+static int touch(registry *r, const char *name)
+{
+    registry_holder h = {0};
+    seglog_opts o = opts();
+    seglog *s;
+    storh_err err;
+    int rc = registry_seglog(r, &h, name, &o, true, &s, &err);
+    registry_release(r, &h);
+    return rc;
+}
+
+TEST(a_use_makes_an_idle_engine_young_again)
+{
+    registry *r = registry_new(root, 0, 0, 0, 3);
+    CHECK_INT(touch(r, "lru-a"), 0);
+    CHECK_INT(touch(r, "lru-b"), 0);
+    CHECK_INT(touch(r, "lru-c"), 0);
+    CHECK_INT(touch(r, "lru-a"), 0); /* a is now the newest idle one */
+    registry_stats s;
+    registry_get_stats(r, &s);
+    CHECK_INT(s.opens, 3);
+    CHECK_INT(s.evictions, 0);
+    CHECK_INT(touch(r, "lru-d"), 0); /* b goes, the least recently used */
+    registry_get_stats(r, &s);
+    CHECK_INT(s.evictions, 1);
+    CHECK_INT(s.open[REGISTRY_LOG], 3);
+    CHECK_INT(touch(r, "lru-a"), 0); /* still open: no open, no reopen */
+    registry_get_stats(r, &s);
+    CHECK_INT(s.opens, 4);
+    CHECK_INT(s.reopens, 0);
+    CHECK_INT(touch(r, "lru-b"), 0); /* reopened, c made room */
+    registry_get_stats(r, &s);
+    CHECK_INT(s.opens, 5);
+    CHECK_INT(s.reopens, 1);
+    CHECK_INT(s.evictions, 2);
+    CHECK_INT(touch(r, "lru-d"), 0); /* d outlived c */
+    registry_get_stats(r, &s);
+    CHECK_INT(s.opens, 5);
+    CHECK_INT(s.held, 0);
+    CHECK_INT(s.max_open, 3);
+    registry_free(r);
+}
+
+TEST(a_holder_past_its_inline_slots_holds_them_all)
+{
+    registry *r = registry_new(root, 0, 0, 0, 6);
+    registry_holder h = {0};
+    char name[16];
+    storh_err err;
+    for (int i = 0; i < 6; i++) { /* more than REGISTRY_HOLD_INLINE */
+        snprintf(name, sizeof name, "many%d", i);
+        docstore *d;
+        CHECK_INT(registry_docstore(r, &h, name, &d, &err), 0);
+    }
+    CHECK_INT(h.n, 6);
+    registry_stats s;
+    registry_get_stats(r, &s);
+    CHECK_INT(s.held, 6);
+    CHECK_INT(s.open[REGISTRY_DOC], 6);
+    /* the budget is the held engines': the seventh is refused, nothing closes */
+    docstore *d7;
+    CHECK_INT(registry_docstore(r, &h, "many6", &d7, &err), STORH_ELIMIT);
+    CHECK_INT(err.code, STORH_ELIMIT);
+    CHECK_INT(h.n, 6);
+    registry_get_stats(r, &s);
+    CHECK_INT(s.refusals, 1);
+    CHECK_INT(s.evictions, 0);
+    registry_release(r, &h);
+    CHECK_INT(h.n, 0);
+    registry_get_stats(r, &s);
+    CHECK_INT(s.held, 0);
+    CHECK_INT(s.open[REGISTRY_DOC], 6);
+    /* released: the seventh now finds room, and h is reusable */
+    CHECK_INT(registry_docstore(r, &h, "many6", &d7, &err), 0);
+    registry_release(r, &h);
+    registry_free(r);
+}
+
+TEST(shedding_closes_idle_engines_and_lowers_the_budget)
+{
+    registry *r = registry_new(root, 0, 0, 0, 40);
+    char name[16];
+    for (int i = 0; i < 20; i++) {
+        snprintf(name, sizeof name, "shed%d", i);
+        CHECK_INT(touch(r, name), 0);
+    }
+    registry_holder h = {0};
+    seglog_opts o = opts();
+    seglog *kept;
+    storh_err err;
+    CHECK_INT(registry_seglog(r, &h, "shed-held", &o, true, &kept, &err), 0);
+    registry_shed_idle(r); /* a quarter of the idle ones, at least 8 */
+    registry_stats s;
+    registry_get_stats(r, &s);
+    CHECK_INT(s.evictions, 8);
+    CHECK_INT(s.open[REGISTRY_LOG], 13);
+    CHECK_INT(s.held, 1);
+    CHECK_INT(s.max_open, 13); /* the budget learns what descriptors allow */
+    char id[UUID7_LEN + 1];
+    json_t *v = json_pack("{si}", "n", 1);
+    CHECK_INT(seglog_put(kept, NULL, v, id, &err), 0); /* the held one still works */
+    json_decref(v);
+    /* the oldest went first: shed0..shed7 reopen, shed19 is still open */
+    CHECK_INT(touch(r, "shed19"), 0);
+    registry_get_stats(r, &s);
+    CHECK_INT(s.reopens, 0);
+    CHECK_INT(touch(r, "shed0"), 0);
+    registry_get_stats(r, &s);
+    CHECK_INT(s.reopens, 1);
+    CHECK(s.open[REGISTRY_LOG] <= 13);
+    registry_release(r, &h);
+    /* shedding when nearly nothing is open never takes the budget below 4 */
+    registry *small = registry_new(root, 0, 0, 0, 10);
+    CHECK_INT(touch(small, "tiny"), 0);
+    registry_shed_idle(small);
+    registry_get_stats(small, &s);
+    CHECK_INT(s.open[REGISTRY_LOG], 0);
+    CHECK_INT(s.max_open, 4);
+    registry_free(small);
+    registry_free(r);
+}
+
+static void count_queue(void *ctx, const char *name, queue *q)
+{
+    char *seen = ctx;
+    CHECK(q != NULL);
+    strcat(seen, name);
+    strcat(seen, ";");
+}
+
+TEST(missing_logs_and_queues_are_404_and_create_nothing)
+{
+    registry *r = registry_new(root, 0, 0, 0, 8);
+    registry_holder h = {0};
+    seglog_opts o = opts();
+    seglog *s;
+    queue *q;
+    storh_err err;
+    CHECK_INT(registry_seglog(r, &h, "nolog", &o, false, &s, &err), STORH_ENOTFOUND);
+    CHECK_INT(registry_queue(r, &h, "noqueue", false, &q, &err), STORH_ENOTFOUND);
+    CHECK_INT(h.n, 0);
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/nolog", root);
+    CHECK(access(path, F_OK) != 0);
+    snprintf(path, sizeof path, "%s/noqueue", root);
+    CHECK(access(path, F_OK) != 0);
+    registry_stats st;
+    registry_get_stats(r, &st);
+    CHECK_INT(st.open[REGISTRY_LOG] + st.open[REGISTRY_QUEUE], 0);
+    /* created on request; each_queue sees the open queues only */
+    CHECK_INT(registry_queue(r, &h, "jobs1", true, &q, &err), 0);
+    CHECK_INT(registry_queue(r, &h, "jobs2", true, &q, &err), 0);
+    CHECK_INT(registry_seglog(r, &h, "alog", &o, true, &s, &err), 0);
+    registry_release(r, &h);
+    char seen[128] = "";
+    registry_each_queue(r, count_queue, seen);
+    CHECK(strstr(seen, "jobs1;") != NULL);
+    CHECK(strstr(seen, "jobs2;") != NULL);
+    CHECK_INT(strlen(seen), strlen("jobs1;jobs2;"));
+    registry_get_stats(r, &st);
+    CHECK_INT(st.held, 0); /* each_queue let go of what it held */
+    /* a queue and a log of one name are two engines */
+    CHECK_INT(registry_queue(r, &h, "alog", true, &q, &err), 0);
+    CHECK_INT(h.n, 1);
+    registry_release(r, &h);
+    registry_free(r);
+}
+
 static const test_case tests[] = {
     {"held_engines_stay_open_idle_ones_go_oldest_first",
      held_engines_stay_open_idle_ones_go_oldest_first},
     TEST_ENTRY(threads_race_on_a_small_budget),
     TEST_ENTRY(one_budget_over_every_cache),
+    TEST_ENTRY(a_use_makes_an_idle_engine_young_again),
+    TEST_ENTRY(a_holder_past_its_inline_slots_holds_them_all),
+    TEST_ENTRY(shedding_closes_idle_engines_and_lowers_the_budget),
+    TEST_ENTRY(missing_logs_and_queues_are_404_and_create_nothing),
 };
 
 TMPDIR_TEST_MAIN(root, tests)

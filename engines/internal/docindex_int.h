@@ -29,10 +29,32 @@ int docindex_range_path(const docindex *ix, const char *field, const char *suffi
 int docindex_read_entry(const char *path, const char *key, json_t **ids, long long *count,
                         storh_err *err);
 int docindex_read_entry_ids(const char *path, const char *key, json_t **ids, storh_err *err);
+/* An entry file's bytes (FORMAT.md): {"field","key","count","value","ids"};
+ * value NULL for a compound bucket. Appends to out. */
+int docindex_encode_entry(buf *out, const char *field, const char *key, const json_t *value,
+                          json_t *ids, storh_err *err);
 int docindex_write_entry(const char *path, const char *field, const char *key, const json_t *value,
                          json_t *ids, storh_err *err);
 int docindex_entry_change(const char *path, const char *field, const char *key, const json_t *value,
                           const char *id, bool add, storh_err *err);
+
+/* Where a record's index changes go: a single write makes each durable at
+ * once (docindex_write.c), a group keeps them until it is staged
+ * (docindex_batch.c). */
+typedef struct docindex_sink {
+    /* a line for the delta file of a range field */
+    int (*delta)(void *ctx, const char *field, const char *path, const buf *line, storh_err *err);
+    /* id added to or removed from the entry file at path (an equality key,
+     * or a compound bucket: value NULL) */
+    int (*entry)(void *ctx, const char *path, const char *field, const char *key,
+                 const json_t *value, const char *id, bool add, storh_err *err);
+    void *ctx;
+} docindex_sink;
+/* Walks the index files a record's data touches (each indexed field, and
+ * each pair of plain fields as a compound bucket) and hands every change to
+ * sink, adding id (add) or removing it; stops at the first error. */
+int docindex_record_changes(docindex *ix, const char *id, const json_t *data, bool add,
+                            const docindex_sink *sink, storh_err *err);
 
 /* An entry file in memory: its "count" member and its ids, sorted, each
  * IDMAP_KEY bytes (no NUL). Shared: release what docindex_entry_ids gave. */

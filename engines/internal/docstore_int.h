@@ -1,6 +1,8 @@
 /* docstore_int: the docstore's state, shared by the modules that make up
- * the DocStore (docstore.c records and stages, docquery.c queries, docmaint.c
- * maintenance). Nothing outside those files includes it. */
+ * the DocStore (docstore.c open/close, cache and reads, docwrite.c stages,
+ * puts and deletes, doclist.c listing and export, docquery.c queries,
+ * docmaint.c maintenance, docgroup.c group commits). Nothing outside those
+ * files includes it. */
 #ifndef STORH_DOCSTORE_INT_H
 #define STORH_DOCSTORE_INT_H
 
@@ -30,6 +32,9 @@ struct docstore {
     docgroup grp;  /* single-document writes, published in groups */
 };
 
+/* Under mu: creates the collection and registers our writer marker, once
+ * (sets ready). */
+int docstore_prepare_locked(docstore *ds, storh_err *err);
 /* The record's path; id must be a valid UUIDv7. */
 void docstore_record_path(const docstore *ds, const char *id, char *out);
 /* The collection lock: mu for threads, flock for other processes. */

@@ -1,0 +1,255 @@
+/* doclist: listing a DocStore: the record iterator (a walk of data/ sorted
+ * by id, the last of duplicate basenames winning), the collections of a
+ * root, the JSONL export and the file counts built on the iterator. */
+#include "docstore.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "docstore_int.h"
+#include "estats.h"
+#include "fsx.h"
+#include "reccanon.h"
+#include "recfile.h"
+
+struct docstore_iter {
+    docstore *ds;
+    const recquery *q;
+    recfile_list l;
+    size_t pos, emitted;
+    buf raw;
+    const char *const *fields; /* docstore_iter_fields */
+    size_t nfields;
+};
+
+int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, storh_err *err)
+{
+    docstore_iter *it = calloc(1, sizeof *it);
+    if (!it)
+        return storh_err_oom(err);
+    it->ds = ds;
+    it->q = q;
+    char data[PATH_MAX];
+    if (fsx_pathf(data, NULL, "%s/data", ds->dir) != 0 || recfile_list_open(data, &it->l) != 0) {
+        int e = errno;
+        docstore_iter_close(it);
+        return storh_err_sys(err, e, "Could not list records under %s", data);
+    }
+    *out = it;
+    return 0;
+}
+
+/* raw non-NULL: the file's bytes may be handed out as they are (when they
+ * are canonical and the query needs no data); *data is then NULL. */
+static int iter_step(docstore_iter *it, const char **id, json_t **data, const char **raw,
+                     size_t *rawlen, storh_err *err)
+{
+    bool bytes_ok = raw && (!it->q || !it->q->where || json_object_size(it->q->where) == 0);
+    while (it->pos < it->l.n) {
+        if (it->q && it->q->limit && it->emitted >= it->q->limit)
+            return 0;
+        size_t i = it->pos++;
+        const char *key = recfile_list_key(&it->l, i);
+        if (it->q && !recquery_match_id(it->q, key, it->l.e[i].klen))
+            continue;
+        buf_reset(&it->raw);
+        *id = key;
+        char path[PATH_MAX];
+        struct stat st;
+        if (recfile_list_path(&it->l, i, path) != 0)
+            continue;
+        int rc = recfile_read(path, &it->raw, &st, err);
+        if (rc == STORH_ENOTFOUND)
+            continue; /* deleted since the listing */
+        if (rc)
+            return rc;
+        estats_add(ESTAT_DOC_SCAN, 1);
+        if (bytes_ok && it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN) &&
+            reccanon_is_canonical(it->raw.data, it->raw.len, key)) {
+            it->emitted++;
+            *raw = it->raw.data;
+            *rawlen = it->raw.len;
+            *data = NULL;
+            return 1;
+        }
+        json_t *d = NULL;
+        if (it->nfields && !it->q && it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN))
+            d = reccanon_project(it->raw.data, it->raw.len, key, it->fields, it->nfields);
+        if (!d && (rc = docstore_decode_record(it->raw.data, it->raw.len, key, &d, err)))
+            return rc;
+        if (it->q && !recquery_match_data(it->q, d)) {
+            json_decref(d);
+            continue;
+        }
+        it->emitted++;
+        *data = d;
+        if (raw)
+            *raw = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+void docstore_iter_fields(docstore_iter *it, const char *const *fields, size_t n)
+{
+    it->fields = fields;
+    it->nfields = n;
+}
+
+int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err)
+{
+    return iter_step(it, id, data, NULL, NULL, err);
+}
+
+int docstore_iter_next_raw(docstore_iter *it, const char **id, const char **raw, size_t *len,
+                           json_t **data, storh_err *err)
+{
+    return iter_step(it, id, data, raw, len, err);
+}
+
+void docstore_iter_close(docstore_iter *it)
+{
+    if (!it)
+        return;
+    recfile_list_free(&it->l);
+    buf_free(&it->raw);
+    free(it);
+}
+
+static bool collection_name_ok(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return false;
+    }
+    return n >= 1 && n <= 64;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+int docstore_collections(const char *root, json_t **names, storh_err *err)
+{
+    *names = NULL;
+    json_t *out = json_array();
+    if (!out)
+        return storh_err_oom(err);
+    DIR *d = opendir(root);
+    if (!d) {
+        if (errno == ENOENT) { /* no root yet: no collections */
+            *names = out;
+            return 0;
+        }
+        json_decref(out);
+        return storh_err_sys(err, errno, "Could not list the storage root %s", root);
+    }
+    int rc = 0;
+    struct dirent *de;
+    while (!rc && (de = readdir(d))) {
+        char p[PATH_MAX];
+        struct stat st;
+        if (!collection_name_ok(de->d_name) || fsx_pathf(p, NULL, "%s/%s/data", root, de->d_name) ||
+            stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (json_array_append_new(out, json_string(de->d_name)))
+            rc = storh_err_oom(err);
+    }
+    closedir(d);
+    if (rc) {
+        json_decref(out);
+        return rc;
+    }
+    size_t n = json_array_size(out);
+    json_t **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) {
+        json_decref(out);
+        return storh_err_oom(err);
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(out, i));
+    qsort(v, n, sizeof *v, cmp_name);
+    json_array_clear(out);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(out, v[i]);
+    free(v);
+    *names = out;
+    return 0;
+}
+
+int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_err *err)
+{
+    *count = 0;
+    char dir[PATH_MAX];
+    fsx_dirname(path, dir, sizeof dir);
+    int rc = fsx_mkdirs(dir, false, err);
+    if (rc)
+        return rc;
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return storh_err_sys(err, errno, "Could not open JSONL export file: %s", path);
+    docstore_iter *it;
+    if ((rc = docstore_iter_open(ds, NULL, &it, err))) {
+        fclose(f);
+        return rc;
+    }
+    buf line = BUF_INIT;
+    const char *id, *raw;
+    size_t rawlen;
+    json_t *data;
+    while ((rc = docstore_iter_next_raw(it, &id, &raw, &rawlen, &data, err)) == 1) {
+        if (!raw) {
+            buf_reset(&line);
+            rc = docstore_encode_record(&line, id, data, err);
+            json_decref(data);
+            if (rc)
+                break;
+            raw = line.data;
+            rawlen = line.len;
+        }
+        if (fwrite(raw, 1, rawlen, f) != rawlen) {
+            rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
+            break;
+        }
+        (*count)++;
+    }
+    docstore_iter_close(it);
+    buf_free(&line);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        rc = rc ? rc : storh_err_sys(err, errno, "Could not sync storage file: %s", path);
+    if (fclose(f) != 0 && rc == 0)
+        rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
+    return rc;
+}
+
+long long docstore_iter_bytes(docstore_iter *it)
+{
+    long long total = 0;
+    for (size_t i = 0; i < it->l.n; i++) {
+        char path[PATH_MAX];
+        struct stat st;
+        if (recfile_list_path(&it->l, i, path) == 0 && stat(path, &st) == 0)
+            total += st.st_size;
+    }
+    return total;
+}
+
+size_t docstore_count_files(docstore *ds)
+{
+    docstore_iter *it;
+    if (docstore_iter_open(ds, NULL, &it, NULL))
+        return 0;
+    size_t n = it->l.n;
+    docstore_iter_close(it);
+    return n;
+}

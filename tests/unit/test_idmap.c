@@ -1,0 +1,272 @@
+/* test_idmap: the open-addressing map from UUID text to fixed-size values
+ * (round trips, values zeroed on insert, keys that collide on one slot and
+ * deletes in the middle of their probe chain, growth, churn that drops
+ * tombstones instead of growing, iteration and clear). */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../test.h"
+#include "idmap.h"
+#include "xxhash.h"
+
+typedef struct val {
+    uint64_t n;
+    char tag[20];
+} val;
+
+/* The n-th test key: 36 bytes of UUID-shaped text, NUL-terminated. */
+static void key(char out[IDMAP_KEY + 1], unsigned long n)
+{
+    snprintf(out, IDMAP_KEY + 1, "018bcfe5-6800-7000-8000-%012lu", n);
+}
+
+TEST(put_get_del_round_trip)
+{
+    idmap m;
+    CHECK_INT(idmap_init(&m, sizeof(val)), 0);
+    char k[IDMAP_KEY + 1];
+    key(k, 1);
+    CHECK(idmap_get(&m, k) == NULL);
+    bool created = false;
+    val *v = idmap_put(&m, k, &created);
+    CHECK(v != NULL);
+    if (!v)
+        return;
+    CHECK(created);
+    /* a new value is all zero bytes */
+    val zero;
+    memset(&zero, 0, sizeof zero);
+    CHECK(memcmp(v, &zero, sizeof zero) == 0);
+    v->n = 42;
+    snprintf(v->tag, sizeof v->tag, "first");
+    CHECK_INT(m.len, 1);
+    /* the same key again: the same value, not created */
+    val *again = idmap_put(&m, k, &created);
+    CHECK(again == v);
+    CHECK(!created);
+    CHECK_INT(again->n, 42);
+    CHECK_INT(m.len, 1);
+    val *got = idmap_get(&m, k);
+    CHECK(got == v);
+    CHECK_STR(got->tag, "first");
+    /* keys are copied in: the caller's buffer may change */
+    k[0] = 'f';
+    CHECK(idmap_get(&m, k) == NULL);
+    key(k, 1);
+    CHECK(idmap_get(&m, k) != NULL);
+    /* a key differing only in its last byte is another key */
+    char k2[IDMAP_KEY + 1];
+    key(k2, 2);
+    CHECK(idmap_get(&m, k2) == NULL);
+    CHECK(!idmap_del(&m, k2));
+    CHECK(idmap_del(&m, k));
+    CHECK(!idmap_del(&m, k)); /* twice: already gone */
+    CHECK(idmap_get(&m, k) == NULL);
+    CHECK_INT(m.len, 0);
+    /* re-inserted after delete: created again, zeroed again */
+    v = idmap_put(&m, k, &created);
+    CHECK(created);
+    CHECK_INT(v->n, 0);
+    CHECK_INT(m.len, 1);
+    /* created may be NULL */
+    CHECK(idmap_put(&m, k2, NULL) != NULL);
+    CHECK_INT(m.len, 2);
+    idmap_free(&m);
+    CHECK(m.slots == NULL);
+    CHECK_INT(m.len, 0);
+}
+
+/* Keys whose hash lands on the same slot of a fresh (64-slot) map. */
+static size_t colliding(char keys[][IDMAP_KEY + 1], size_t want, size_t cap)
+{
+    char k[IDMAP_KEY + 1];
+    key(k, 0);
+    uint64_t target = XXH3_64bits(k, IDMAP_KEY) & (cap - 1);
+    size_t n = 0;
+    for (unsigned long i = 0; n < want && i < 1000000; i++) {
+        key(k, i);
+        if ((XXH3_64bits(k, IDMAP_KEY) & (cap - 1)) == target)
+            memcpy(keys[n++], k, sizeof k);
+    }
+    return n;
+}
+
+TEST(colliding_keys_probe_past_each_other_and_past_deletes)
+{
+    idmap m;
+    CHECK_INT(idmap_init(&m, sizeof(uint64_t)), 0);
+    CHECK_INT(m.cap, 64);
+    char keys[6][IDMAP_KEY + 1];
+    CHECK_INT(colliding(keys, 6, m.cap), 6);
+    for (int i = 0; i < 6; i++) {
+        uint64_t *v = idmap_put(&m, keys[i], NULL);
+        CHECK(v != NULL);
+        if (v)
+            *v = (uint64_t)i + 100;
+    }
+    CHECK_INT(m.cap, 64); /* no growth: one chain of six */
+    for (int i = 0; i < 6; i++) {
+        uint64_t *v = idmap_get(&m, keys[i]);
+        CHECK(v != NULL && *v == (uint64_t)i + 100);
+    }
+    /* deletes at the head and the middle of the chain leave the rest found */
+    CHECK(idmap_del(&m, keys[0]));
+    CHECK(idmap_del(&m, keys[3]));
+    CHECK_INT(m.tombs, 2);
+    for (int i = 0; i < 6; i++) {
+        uint64_t *v = idmap_get(&m, keys[i]);
+        if (i == 0 || i == 3) {
+            CHECK(v == NULL);
+        } else {
+            CHECK(v != NULL && *v == (uint64_t)i + 100);
+        }
+    }
+    /* a key already in the chain past a tomb is found, not inserted twice */
+    bool created = true;
+    uint64_t *v5 = idmap_put(&m, keys[5], &created);
+    CHECK(!created);
+    CHECK(v5 != NULL && *v5 == 105);
+    CHECK_INT(m.len, 4);
+    /* a new key reuses the first tomb */
+    uint64_t *v0 = idmap_put(&m, keys[0], &created);
+    CHECK(created);
+    CHECK(v0 != NULL && *v0 == 0);
+    CHECK_INT(m.tombs, 1);
+    CHECK_INT(m.len, 5);
+    idmap_free(&m);
+}
+
+TEST(grows_past_three_quarters_and_keeps_every_value)
+{
+    idmap m;
+    CHECK_INT(idmap_init(&m, sizeof(val)), 0);
+    char k[IDMAP_KEY + 1];
+    enum { N = 5000 };
+    for (unsigned long i = 0; i < N; i++) {
+        key(k, i);
+        val *v = idmap_put(&m, k, NULL);
+        CHECK(v != NULL);
+        if (!v)
+            break;
+        v->n = i * 7;
+        snprintf(v->tag, sizeof v->tag, "v%lu", i);
+    }
+    CHECK_INT(m.len, N);
+    CHECK(m.cap >= N * 4 / 3);
+    CHECK((m.cap & (m.cap - 1)) == 0); /* a power of two */
+    int bad = 0;
+    for (unsigned long i = 0; i < N; i++) {
+        key(k, i);
+        val *v = idmap_get(&m, k);
+        char tag[20];
+        snprintf(tag, sizeof tag, "v%lu", i);
+        if (!v || v->n != i * 7 || strcmp(v->tag, tag) != 0)
+            bad++;
+    }
+    CHECK_INT(bad, 0);
+    key(k, N);
+    CHECK(idmap_get(&m, k) == NULL);
+    idmap_free(&m);
+}
+
+TEST(churn_drops_tombstones_instead_of_growing)
+{
+    idmap m;
+    CHECK_INT(idmap_init(&m, 8), 0);
+    char k[IDMAP_KEY + 1], keep[IDMAP_KEY + 1];
+    key(keep, 999999);
+    *(uint64_t *)idmap_put(&m, keep, NULL) = 7;
+    /* many keys in and out, never more than two live at once */
+    for (unsigned long i = 0; i < 20000; i++) {
+        key(k, i);
+        CHECK(idmap_put(&m, k, NULL) != NULL);
+        CHECK(idmap_del(&m, k));
+    }
+    CHECK_INT(m.len, 1);
+    CHECK_INT(m.cap, 64);
+    CHECK(m.tombs < m.cap);
+    uint64_t *v = idmap_get(&m, keep);
+    CHECK(v != NULL && *v == 7);
+    idmap_free(&m);
+}
+
+TEST(next_visits_each_live_key_once_and_clear_empties)
+{
+    idmap m;
+    CHECK_INT(idmap_init(&m, sizeof(uint64_t)), 0);
+    char k[IDMAP_KEY + 1];
+    enum { N = 300 };
+    for (unsigned long i = 0; i < N; i++) {
+        key(k, i);
+        *(uint64_t *)idmap_put(&m, k, NULL) = i;
+    }
+    for (unsigned long i = 0; i < N; i += 3) {
+        key(k, i);
+        CHECK(idmap_del(&m, k));
+    }
+    static unsigned char seen[N];
+    memset(seen, 0, sizeof seen);
+    size_t pos = 0, visits = 0;
+    const char *kp;
+    void *vp;
+    int mismatched = 0;
+    while (idmap_next(&m, &pos, &kp, &vp)) {
+        uint64_t n = *(uint64_t *)vp;
+        key(k, (unsigned long)n);
+        if (n >= N || memcmp(k, kp, IDMAP_KEY) != 0)
+            mismatched++;
+        else
+            seen[n]++;
+        visits++;
+    }
+    CHECK_INT(mismatched, 0);
+    CHECK_INT(visits, m.len);
+    CHECK_INT(visits, N - (N + 2) / 3);
+    int wrong = 0;
+    for (unsigned long i = 0; i < N; i++)
+        if (seen[i] != (i % 3 ? 1 : 0))
+            wrong++;
+    CHECK_INT(wrong, 0);
+    /* the end stays the end */
+    CHECK(!idmap_next(&m, &pos, &kp, &vp));
+    size_t cap = m.cap;
+    idmap_clear(&m);
+    CHECK_INT(m.len, 0);
+    CHECK_INT(m.tombs, 0);
+    CHECK_INT(m.cap, cap);
+    pos = 0;
+    CHECK(!idmap_next(&m, &pos, &kp, &vp));
+    key(k, 1);
+    CHECK(idmap_get(&m, k) == NULL);
+    bool created = false;
+    CHECK(idmap_put(&m, k, &created) != NULL);
+    CHECK(created);
+    idmap_free(&m);
+}
+
+TEST(a_value_of_zero_bytes_is_a_set)
+{
+    idmap m;
+    CHECK_INT(idmap_init(&m, 0), 0);
+    char k[IDMAP_KEY + 1];
+    key(k, 5);
+    bool created = false;
+    CHECK(idmap_put(&m, k, &created) != NULL);
+    CHECK(created);
+    CHECK(idmap_get(&m, k) != NULL);
+    key(k, 6);
+    CHECK(idmap_get(&m, k) == NULL);
+    idmap_free(&m);
+}
+
+static const test_case tests[] = {
+    TEST_ENTRY(put_get_del_round_trip),
+    TEST_ENTRY(colliding_keys_probe_past_each_other_and_past_deletes),
+    TEST_ENTRY(grows_past_three_quarters_and_keeps_every_value),
+    TEST_ENTRY(churn_drops_tombstones_instead_of_growing),
+    TEST_ENTRY(next_visits_each_live_key_once_and_clear_empties),
+    TEST_ENTRY(a_value_of_zero_bytes_is_a_set),
+};
+
+TEST_MAIN(tests)
