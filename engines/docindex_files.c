@@ -312,15 +312,21 @@ int docindex_rset_load(docindex *ix, const char *field, rset *s, storh_err *err)
 void docindex_range_line(buf *out, const char *rk, const json_t *value, const char *add,
                          const char *remove)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "key", json_string(rk));
-    json_object_set(o, "value", (json_t *)value);
-    json_object_set_new(o, "count", json_integer(add ? 1 : -1));
-    json_object_set_new(o, "ids", add ? json_pack("[s]", add) : json_array());
-    json_object_set_new(o, "remove", remove ? json_pack("[s]", remove) : json_array());
-    sjson_encode(out, o, 0, NULL);
-    buf_appendc(out, '\n');
-    json_decref(o);
+    /* the encoding of {"key","value","count","ids","remove"}, written
+     * directly: an index build writes one per record */
+    buf_append(out, "{\"key\":", 7);
+    sjson_encode_string(out, rk, strlen(rk));
+    if (value) { /* (a NULL value was always left out) */
+        buf_append(out, ",\"value\":", 9);
+        sjson_encode(out, value, 0, NULL);
+    }
+    buf_appends(out, add ? ",\"count\":1,\"ids\":[" : ",\"count\":-1,\"ids\":[");
+    if (add)
+        sjson_encode_string(out, add, strlen(add));
+    buf_append(out, "],\"remove\":[", 12);
+    if (remove)
+        sjson_encode_string(out, remove, strlen(remove));
+    buf_append(out, "]}\n", 3);
 }
 
 /* Under the write lock, a delta that does not end with LF holds the torn

@@ -15,83 +15,18 @@
 #include "docstore_int.h"
 #include "estats.h"
 #include "fsx.h"
-
-typedef struct iter_entry {
-    char *key; /* basename without .jsonc */
-    char *path;
-    size_t order; /* walk order: a later duplicate basename wins */
-} iter_entry;
+#include "reccanon.h"
+#include "recfile.h"
 
 struct docstore_iter {
     docstore *ds;
     const recquery *q;
-    iter_entry *e;
-    size_t n, cap, pos, emitted;
+    recfile_list l;
+    size_t pos, emitted;
     buf raw;
+    const char *const *fields; /* docstore_iter_fields */
+    size_t nfields;
 };
-
-static int iter_add(docstore_iter *it, const char *path, const char *name, size_t nlen)
-{
-    if (it->n == it->cap) {
-        size_t cap = it->cap ? it->cap * 2 : 1024;
-        iter_entry *e = realloc(it->e, cap * sizeof *e);
-        if (!e)
-            return -1;
-        it->e = e;
-        it->cap = cap;
-    }
-    iter_entry *e = &it->e[it->n];
-    e->key = strndup(name, nlen - 6);
-    e->path = strdup(path);
-    e->order = it->n;
-    if (!e->key || !e->path) {
-        free(e->key);
-        free(e->path);
-        return -1;
-    }
-    it->n++;
-    return 0;
-}
-
-static int walk(docstore_iter *it, const char *dir, int depth)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return (errno == ENOENT || depth > 0) ? 0 : -1;
-    struct dirent *de;
-    int rc = 0;
-    while (rc == 0 && (de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (!strcmp(nm, ".") || !strcmp(nm, ".."))
-            continue;
-        char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", dir, nm) >= (int)sizeof path)
-            continue;
-        unsigned char type = de->d_type;
-        if (type == DT_UNKNOWN || type == DT_LNK) {
-            struct stat st;
-            if (stat(path, &st) != 0)
-                continue;
-            type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
-        }
-        size_t nl = strlen(nm);
-        if (type == DT_DIR && depth < 64)
-            rc = walk(it, path, depth + 1);
-        else if (type == DT_REG && nl > 6 && !strcmp(nm + nl - 6, ".jsonc"))
-            rc = iter_add(it, path, nm, nl);
-    }
-    closedir(d);
-    return rc;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-    const iter_entry *x = a, *y = b;
-    int c = strcmp(x->key, y->key); /* byte order, like PHP strcmp */
-    if (c)
-        return c;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
 
 int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, storh_err *err)
 {
@@ -101,46 +36,52 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
     it->ds = ds;
     it->q = q;
     char data[PATH_MAX];
-    if (fsx_pathf(data, NULL, "%s/data", ds->dir) != 0 || walk(it, data, 0) != 0) {
+    if (fsx_pathf(data, NULL, "%s/data", ds->dir) != 0 || recfile_list_open(data, &it->l) != 0) {
         int e = errno;
         docstore_iter_close(it);
         return storh_err_sys(err, e, "Could not list records under %s", data);
     }
-    if (it->n)
-        qsort(it->e, it->n, sizeof *it->e, entry_cmp);
-    /* keep the last of each run of equal keys */
-    size_t w = 0;
-    for (size_t r = 0; r < it->n; r++) {
-        if (r + 1 < it->n && !strcmp(it->e[r].key, it->e[r + 1].key)) {
-            free(it->e[r].key);
-            free(it->e[r].path);
-            continue;
-        }
-        it->e[w++] = it->e[r];
-    }
-    it->n = w;
     *out = it;
     return 0;
 }
 
-int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err)
+/* raw non-NULL: the file's bytes may be handed out as they are (when they
+ * are canonical and the query needs no data); *data is then NULL. */
+static int iter_step(docstore_iter *it, const char **id, json_t **data, const char **raw,
+                     size_t *rawlen, storh_err *err)
 {
-    while (it->pos < it->n) {
+    bool bytes_ok = raw && (!it->q || !it->q->where || json_object_size(it->q->where) == 0);
+    while (it->pos < it->l.n) {
         if (it->q && it->q->limit && it->emitted >= it->q->limit)
             return 0;
-        iter_entry *e = &it->e[it->pos++];
-        if (it->q && !recquery_match_id(it->q, e->key, strlen(e->key)))
+        size_t i = it->pos++;
+        const char *key = recfile_list_key(&it->l, i);
+        if (it->q && !recquery_match_id(it->q, key, it->l.e[i].klen))
             continue;
         buf_reset(&it->raw);
-        *id = e->key;
-        int rc = fsx_read_all(e->path, &it->raw, err);
+        *id = key;
+        char path[PATH_MAX];
+        struct stat st;
+        if (recfile_list_path(&it->l, i, path) != 0)
+            continue;
+        int rc = recfile_read(path, &it->raw, &st, err);
         if (rc == STORH_ENOTFOUND)
             continue; /* deleted since the listing */
         if (rc)
             return rc;
         estats_add(ESTAT_DOC_SCAN, 1);
-        json_t *d;
-        if ((rc = docstore_decode_record(it->raw.data, it->raw.len, e->key, &d, err)))
+        if (bytes_ok && it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN) &&
+            reccanon_is_canonical(it->raw.data, it->raw.len, key)) {
+            it->emitted++;
+            *raw = it->raw.data;
+            *rawlen = it->raw.len;
+            *data = NULL;
+            return 1;
+        }
+        json_t *d = NULL;
+        if (it->nfields && !it->q && it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN))
+            d = reccanon_project(it->raw.data, it->raw.len, key, it->fields, it->nfields);
+        if (!d && (rc = docstore_decode_record(it->raw.data, it->raw.len, key, &d, err)))
             return rc;
         if (it->q && !recquery_match_data(it->q, d)) {
             json_decref(d);
@@ -148,20 +89,35 @@ int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_
         }
         it->emitted++;
         *data = d;
+        if (raw)
+            *raw = NULL;
         return 1;
     }
     return 0;
+}
+
+void docstore_iter_fields(docstore_iter *it, const char *const *fields, size_t n)
+{
+    it->fields = fields;
+    it->nfields = n;
+}
+
+int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err)
+{
+    return iter_step(it, id, data, NULL, NULL, err);
+}
+
+int docstore_iter_next_raw(docstore_iter *it, const char **id, const char **raw, size_t *len,
+                           json_t **data, storh_err *err)
+{
+    return iter_step(it, id, data, raw, len, err);
 }
 
 void docstore_iter_close(docstore_iter *it)
 {
     if (!it)
         return;
-    for (size_t i = 0; i < it->n; i++) {
-        free(it->e[i].key);
-        free(it->e[i].path);
-    }
-    free(it->e);
+    recfile_list_free(&it->l);
     buf_free(&it->raw);
     free(it);
 }
@@ -248,15 +204,20 @@ int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_e
         return rc;
     }
     buf line = BUF_INIT;
-    const char *id;
+    const char *id, *raw;
+    size_t rawlen;
     json_t *data;
-    while ((rc = docstore_iter_next(it, &id, &data, err)) == 1) {
-        buf_reset(&line);
-        rc = docstore_encode_record(&line, id, data, err);
-        json_decref(data);
-        if (rc)
-            break;
-        if (fwrite(line.data, 1, line.len, f) != line.len) {
+    while ((rc = docstore_iter_next_raw(it, &id, &raw, &rawlen, &data, err)) == 1) {
+        if (!raw) {
+            buf_reset(&line);
+            rc = docstore_encode_record(&line, id, data, err);
+            json_decref(data);
+            if (rc)
+                break;
+            raw = line.data;
+            rawlen = line.len;
+        }
+        if (fwrite(raw, 1, rawlen, f) != rawlen) {
             rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
             break;
         }
@@ -274,9 +235,10 @@ int docstore_export_jsonl(docstore *ds, const char *path, size_t *count, storh_e
 long long docstore_iter_bytes(docstore_iter *it)
 {
     long long total = 0;
-    for (size_t i = 0; i < it->n; i++) {
+    for (size_t i = 0; i < it->l.n; i++) {
+        char path[PATH_MAX];
         struct stat st;
-        if (stat(it->e[i].path, &st) == 0)
+        if (recfile_list_path(&it->l, i, path) == 0 && stat(path, &st) == 0)
             total += st.st_size;
     }
     return total;
@@ -287,7 +249,7 @@ size_t docstore_count_files(docstore *ds)
     docstore_iter *it;
     if (docstore_iter_open(ds, NULL, &it, NULL))
         return 0;
-    size_t n = it->n;
+    size_t n = it->l.n;
     docstore_iter_close(it);
     return n;
 }

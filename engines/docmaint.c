@@ -27,6 +27,12 @@ static int scan(docstore *ds, scan_totals *t, docindex_build *build, json_t *cor
     if (rc)
         return rc;
     t->bytes = docstore_iter_bytes(it);
+    /* an index build reads the indexed fields only */
+    const char **fields = build && ds->ix.n ? malloc(ds->ix.n * sizeof *fields) : NULL;
+    for (size_t i = 0; fields && i < ds->ix.n; i++)
+        fields[i] = ds->ix.defs[i].field;
+    if (fields)
+        docstore_iter_fields(it, fields, ds->ix.n);
     const char *id;
     json_t *data;
     for (;;) {
@@ -44,10 +50,12 @@ static int scan(docstore *ds, scan_totals *t, docindex_build *build, json_t *cor
                 json_array_append_new(corrupt_ids, json_string(id));
         } else {
             docstore_iter_close(it);
+            free(fields);
             return storh_err_set(err, rc, "Could not read records of %s", ds->dir);
         }
     }
     docstore_iter_close(it);
+    free(fields);
     return 0;
 }
 

@@ -85,6 +85,13 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
 /* 1 = a record (id points into the iterator, *data new reference), 0 = end,
  * <0 = this record is unreadable (id names it; the next call moves on). */
 int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_err *err);
+/* As docstore_iter_next, but a record file that holds exactly its canonical
+ * encoding (docstore_encode_record's bytes) is handed out as it is when the
+ * query needs no data: *raw and *len then point into the iterator (valid
+ * until the next call) and *data is NULL; otherwise *raw is NULL and *data
+ * a new reference. */
+int docstore_iter_next_raw(docstore_iter *it, const char **id, const char **raw, size_t *len,
+                           json_t **data, storh_err *err);
 void docstore_iter_close(docstore_iter *it);
 
 /* Record files in the collection (a listing, nothing is read). */

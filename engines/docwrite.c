@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -22,11 +23,14 @@
 #include "query.h"
 #include "sjson.h"
 
+/* A staged row keeps what its commit needs, not the row: the record path
+ * follows from the id, a bulk's temp from the id and the row number, and
+ * the decoded data only while the collection has indexes (a commit that
+ * finds indexes defined since decodes the row's temp again). */
 typedef struct stage_row {
-    char *tmp;
-    char *final;
+    char *tmp; /* a single put's temp; NULL in a bulk (docjournal_row_path) */
     char id[UUID7_LEN + 1];
-    json_t *data; /* decoded, for indexes and unique checks */
+    json_t *data; /* decoded, for indexes and unique checks; may be NULL */
 } stage_row;
 
 struct docstore_stage {
@@ -125,19 +129,51 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     if (rc)
         return rc;
     stage_row *row = &st->rows[st->n];
-    row->tmp = strdup(tmp);
-    row->final = strdup(final);
-    row->data = json_incref((json_t *)data);
+    row->tmp = st->bulk ? NULL : strdup(tmp);
+    pthread_rwlock_rdlock(&ds->ixlock);
+    bool indexed = docindex_active(&ds->ix);
+    pthread_rwlock_unlock(&ds->ixlock);
+    row->data = indexed || !st->bulk ? json_incref((json_t *)data) : NULL;
     memcpy(row->id, id, UUID7_LEN + 1);
-    if (!row->tmp || !row->final) {
+    if (!st->bulk && !row->tmp) {
         unlink(tmp);
-        free(row->tmp);
-        free(row->final);
         json_decref(row->data);
         return storh_err_oom(err);
     }
     st->n++;
     return 0;
+}
+
+/* Row i's temp and record paths. */
+static int row_paths(docstore_stage *st, size_t i, char *tmp, char *final, storh_err *err)
+{
+    stage_row *r = &st->rows[i];
+    if (final)
+        docstore_record_path(st->ds, r->id, final);
+    if (!tmp)
+        return 0;
+    if (r->tmp)
+        return fsx_pathf(tmp, err, "%s", r->tmp);
+    if (!st->j)
+        return storh_err_set(err, STORH_EINVAL, "No staged rows.");
+    return docjournal_row_path(st->j, i, r->id, tmp, err);
+}
+
+/* Indexes defined after a row was staged: its data again, from its temp. */
+static int row_data(docstore_stage *st, size_t i, storh_err *err)
+{
+    stage_row *r = &st->rows[i];
+    if (r->data)
+        return 0;
+    char tmp[PATH_MAX];
+    buf b = BUF_INIT;
+    int rc = row_paths(st, i, tmp, NULL, err);
+    if (!rc)
+        rc = fsx_read_all(tmp, &b, err);
+    if (!rc)
+        rc = docstore_decode_record(b.data, b.len, r->id, &r->data, err);
+    buf_free(&b);
+    return rc;
 }
 
 static int resolve_id(const char *id, char out_id[UUID7_LEN + 1], storh_err *err)
@@ -243,13 +279,15 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
     return rc;
 }
 
+#define STAGE_TRIM_ROWS 4096
+
 static void stage_free(docstore_stage *st, size_t from_row)
 {
     for (size_t i = 0; i < st->n; i++) {
-        if (i >= from_row && !st->keep)
-            unlink(st->rows[i].tmp);
+        char tmp[PATH_MAX];
+        if (i >= from_row && !st->keep && row_paths(st, i, tmp, NULL, NULL) == 0)
+            unlink(tmp);
         free(st->rows[i].tmp);
-        free(st->rows[i].final);
         json_decref(st->rows[i].data);
     }
     free(st->rows);
@@ -260,7 +298,10 @@ static void stage_free(docstore_stage *st, size_t from_row)
         docjournal_release(st->j);
     else
         docjournal_end(st->j);
+    bool big = st->n >= STAGE_TRIM_ROWS;
     free(st);
+    if (big) /* what a big bulk's requests freed goes back to the system */
+        malloc_trim(0);
 }
 
 void docstore_stage_abort(docstore_stage *st)
@@ -275,7 +316,9 @@ static int check_unique(docstore_stage *st, storh_err *err)
 {
     docindex *ix = &st->ds->ix;
     for (size_t i = 0; i < st->n; i++) {
-        int rc = docindex_check_unique(ix, st->rows[i].id, st->rows[i].data, err);
+        int rc = row_data(st, i, err);
+        if (!rc)
+            rc = docindex_check_unique(ix, st->rows[i].id, st->rows[i].data, err);
         if (rc)
             return rc;
     }
@@ -303,16 +346,26 @@ static int check_unique(docstore_stage *st, storh_err *err)
  * failure after it leaves the stage for the next open to finish. */
 static int commit_record(docstore_stage *st, storh_err *err)
 {
+    /* the record paths, for the commit record only */
+    char path[PATH_MAX];
+    docstore_record_path(st->ds, st->rows[0].id, path);
+    size_t plen = strlen(path) + 1;
     const char **finals = malloc(2 * st->n * sizeof *finals);
-    if (!finals)
+    char *paths = malloc(st->n * plen);
+    if (!finals || !paths) {
+        free(finals);
+        free(paths);
         return storh_err_oom(err);
+    }
     const char **ids = finals + st->n;
     for (size_t i = 0; i < st->n; i++) {
-        finals[i] = st->rows[i].final;
+        docstore_record_path(st->ds, st->rows[i].id, paths + i * plen);
+        finals[i] = paths + i * plen;
         ids[i] = st->rows[i].id;
     }
     int rc = docjournal_commit(st->j, finals, ids, st->n, err);
     free(finals);
+    free(paths);
     st->keep = rc == 0;
     return rc;
 }
@@ -351,13 +404,16 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
     size_t ndirs = 0;
     for (size_t i = 0; !rc && i < st->n; i++) {
         stage_row *r = &st->rows[i];
+        char tmp[PATH_MAX], final[PATH_MAX];
+        if ((rc = row_paths(st, i, tmp, final, err)))
+            break;
         json_t *old = NULL;
         if (indexed && (rc = docstore_old_record(ds, r->id, &old, err)))
             break;
         if (i == 0 && existed0)
-            *existed0 = access(r->final, F_OK) == 0;
-        if ((rc = st->bulk ? docjournal_rename(r->tmp, r->final, err)
-                           : fsx_rename(r->tmp, r->final, false, err))) {
+            *existed0 = access(final, F_OK) == 0;
+        if ((rc = st->bulk ? docjournal_rename(tmp, final, err)
+                           : fsx_rename(tmp, final, false, err))) {
             json_decref(old);
             break;
         }
@@ -370,7 +426,7 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
             rc = docindex_update(&ds->ix, r->id, old, r->data, err);
         json_decref(old);
         char d[PATH_MAX];
-        fsx_dirname(r->final, d, sizeof d);
+        fsx_dirname(final, d, sizeof d);
         size_t j = 0;
         while (j < ndirs && strcmp(dirs[j], d) != 0)
             j++;
@@ -446,7 +502,7 @@ int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_L
                       .data = st->rows[0].data,
                       .err = err,
                       .arrived = true};
-    memcpy(op.final, st->rows[0].final, strlen(st->rows[0].final) + 1);
+    docstore_record_path(ds, out_id, op.final);
     rc = docgroup_commit(ds, &op);
     stage_free(st, op.applied ? 1 : 0);
     if (existed)

@@ -169,13 +169,20 @@ static int list_fill(void *p, buf *out, size_t max, storh_err *err)
 {
     list_state *s = p;
     while (out->len < max) {
-        const char *id;
+        const char *id, *raw;
+        size_t rawlen;
         json_t *data;
-        int rc = docstore_iter_next(s->it, &id, &data, err);
+        int rc = docstore_iter_next_raw(s->it, &id, &raw, &rawlen, &data, err);
         if (rc == 0)
             return 1;
         if (rc < 0)
             return rc; /* a truncated transfer, never a silent gap */
+        if (raw) {     /* the file is its canonical row: passed on as it is */
+            buf_append(out, raw, rawlen);
+            if (buf_failed(out))
+                return storh_err_oom(err);
+            continue;
+        }
         size_t mark = out->len;
         rc = docstore_encode_record(out, id, data, err);
         json_decref(data);

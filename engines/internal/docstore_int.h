@@ -45,6 +45,10 @@ void docstore_unlock(docstore *ds, fsx_lock *l);
 int docstore_old_record(docstore *ds, const char *id, json_t **old, storh_err *err);
 /* Reads and decodes the record file of id without the cache. */
 int docstore_read_record(docstore *ds, const char *id, json_t **data, storh_err *err);
+/* The iterator (with no query) may hand out only these top-level fields of
+ * each record's data (borrowed; must outlive it): what an index build
+ * reads, without decoding the rest. */
+void docstore_iter_fields(docstore_iter *it, const char *const *fields, size_t n);
 /* Under the lock: rebuilds every index entry from the records on disk;
  * *out (may be NULL) = {"fields","entries"}. */
 int docstore_reindex_locked(docstore *ds, json_t **out, storh_err *err);
