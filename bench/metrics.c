@@ -41,8 +41,7 @@ void bench_finish(bench_result *r)
 {
     const char *k;
     json_t *m;
-    json_object_foreach(r->metrics, k, m)
-    {
+    json_object_foreach (r->metrics, k, m) {
         json_t *runs = json_object_get(m, "runs");
         size_t n = json_array_size(runs);
         double *v = malloc((n ? n : 1) * sizeof *v);
@@ -147,8 +146,7 @@ int bench_write_reports(const json_t *doc, const char *md_path, const char *html
         const char *k;
         json_t *v;
         size_t gl = strlen(groups[g]);
-        json_object_foreach(metrics, k, v)
-        {
+        json_object_foreach (metrics, k, v) {
             if (strncmp(k, groups[g], gl) || k[gl] != '.')
                 continue;
             double x = json_number_value(json_object_get(v, "value"));
@@ -160,8 +158,7 @@ int bench_write_reports(const json_t *doc, const char *md_path, const char *html
             continue;
         fprintf(html, "<h2>%s</h2><svg width=760 height=%d>", groups[g], n * 26 + 4);
         int row = 0;
-        json_object_foreach(metrics, k, v)
-        {
+        json_object_foreach (metrics, k, v) {
             if (strncmp(k, groups[g], gl) || k[gl] != '.')
                 continue;
             double x = json_number_value(json_object_get(v, "value"));

@@ -156,8 +156,7 @@ int runner_compare(const char *a, const char *b)
     printf("| metric | %s | %s | change |\n|---|---|---|---|\n", a, b);
     const char *k;
     json_t *m;
-    json_object_foreach(json_object_get(x, "metrics"), k, m)
-    {
+    json_object_foreach (json_object_get(x, "metrics"), k, m) {
         json_t *n = json_object_get(json_object_get(y, "metrics"), k);
         if (!n)
             continue;
@@ -184,8 +183,7 @@ int runner_gate(const char *base, const char *cur, double threshold, char **only
     int bad = 0, checked = 0;
     const char *k;
     json_t *m;
-    json_object_foreach(json_object_get(x, "metrics"), k, m)
-    {
+    json_object_foreach (json_object_get(x, "metrics"), k, m) {
         bool wanted = nonly == 0;
         for (int i = 0; i < nonly; i++)
             wanted = wanted || !strcmp(only[i], k);

@@ -181,8 +181,7 @@ static int read_manifest(docindex *ix, storh_err *err)
     size_t i;
     json_t *e;
     ix->defs = calloc(json_array_size(fields) + 1, sizeof *ix->defs);
-    json_array_foreach(fields, i, e)
-    {
+    json_array_foreach (fields, i, e) {
         json_t *f = json_object_get(e, "field");
         if (!json_is_string(f) || !ix->defs)
             continue; /* storh skips entries without a string field */

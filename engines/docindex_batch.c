@@ -234,7 +234,8 @@ static int range_clash(docindex_batch *b, const idxdef *d, const char *id, const
             continue;
         size_t k;
         json_t *line;
-        json_array_foreach(b->d[i].parsed, k, line) docindex_rset_apply_line(&s, line);
+        json_array_foreach (b->d[i].parsed, k, line)
+            docindex_rset_apply_line(&s, line);
     }
     buf rk = BUF_INIT;
     docindex_range_key(v, &rk);

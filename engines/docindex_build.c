@@ -164,8 +164,7 @@ static int write_buckets(docindex *ix, json_t *map, bool compound, storh_err *er
 {
     const char *group;
     json_t *g;
-    json_object_foreach(map, group, g)
-    {
+    json_object_foreach (map, group, g) {
         const char *key;
         json_t *e;
         char l[256] = "", r[256] = "";
@@ -175,8 +174,7 @@ static int write_buckets(docindex *ix, json_t *map, bool compound, storh_err *er
             snprintf(r, sizeof r, "%s", tab + 1);
         }
         bool first = true;
-        json_object_foreach(g, key, e)
-        {
+        json_object_foreach (g, key, e) {
             char p[PATH_MAX];
             int rc = compound ? docindex_compound_path(ix, l, r, key, p, err)
                               : docindex_eq_path(ix, group, key, p, err);
@@ -333,8 +331,7 @@ static void verify_dir(docindex *ix, const char *group, json_t *expected, bool c
     json_t *g = json_object_get(expected, group);
     const char *key;
     json_t *e;
-    json_object_foreach(g, key, e)
-    {
+    json_object_foreach (g, key, e) {
         json_t *have = json_object_get(seen, key), *want = json_object_get(e, "ids");
         docindex_sort_ids(want);
         if (!have || !json_equal(have, want)) {
@@ -343,8 +340,7 @@ static void verify_dir(docindex *ix, const char *group, json_t *expected, bool c
             json_array_append_new(mismatch, json_string(id));
         }
     }
-    json_object_foreach(seen, key, e)
-    {
+    json_object_foreach (seen, key, e) {
         if (!json_object_get(g, key)) {
             char id[600];
             snprintf(id, sizeof id, "%s %s", group, key);
@@ -421,7 +417,8 @@ int docindex_verify_against(docindex_build *b, json_t *errors, storh_err *err)
             }
             const char *id;
             json_t *w;
-            json_object_foreach(want, id, w) json_array_append(rm, w);
+            json_object_foreach (want, id, w)
+                json_array_append(rm, w);
             json_decref(want);
             docindex_rset_free(&s);
         } else {

@@ -178,14 +178,14 @@ int docindex_entry_change(const char *path, const char *field, const char *key, 
     size_t i;
     json_t *e;
     bool found = false;
-    json_array_foreach(ids, i, e) if (!strcmp(json_string_value(e), id))
-    {
-        found = true;
-        if (!add) {
-            json_array_remove(ids, i);
-            break;
+    json_array_foreach (ids, i, e)
+        if (!strcmp(json_string_value(e), id)) {
+            found = true;
+            if (!add) {
+                json_array_remove(ids, i);
+                break;
+            }
         }
-    }
     if (add && !found)
         json_array_append_new(ids, json_string(id));
     if (add == found) { /* nothing to change */
@@ -220,8 +220,7 @@ void docindex_rset_apply_line(rset *s, const json_t *line)
     json_t *add = json_object_get(line, "ids"), *rem = json_object_get(line, "remove");
     size_t i;
     json_t *id;
-    json_array_foreach(rem, i, id)
-    {
+    json_array_foreach (rem, i, id) {
         const char *s_id = json_string_value(id);
         if (!s_id || json_string_length(id) != IDMAP_KEY)
             continue;
@@ -233,8 +232,7 @@ void docindex_rset_apply_line(rset *s, const json_t *line)
             idmap_del(&s->ids, s_id);
         }
     }
-    json_array_foreach(add, i, id)
-    {
+    json_array_foreach (add, i, id) {
         const char *s_id = json_string_value(id);
         if (!s_id || json_string_length(id) != IDMAP_KEY || !json_is_string(key))
             continue;

@@ -30,7 +30,9 @@ bool docindex_serves(const docindex *ix, const qcond *c)
     if (c->op == QOP_IN) { /* arrays and objects have no entries: a scan finds them */
         size_t i;
         json_t *e;
-        json_array_foreach(c->value, i, e) if (!docindex_indexable(e)) return false;
+        json_array_foreach (c->value, i, e)
+            if (!docindex_indexable(e))
+                return false;
         return true;
     }
     return d->range && range_op(c->op);

@@ -228,8 +228,9 @@ static int parsed_ids(const char *t, size_t len, const char *key, const char *pa
         d->count = (long long)json_array_size(i);
         size_t x;
         json_t *e;
-        json_array_foreach(i, x, e) if (json_is_string(e) && json_string_length(e) == IDMAP_KEY)
-            memcpy(d->id[d->n++], json_string_value(e), IDMAP_KEY);
+        json_array_foreach (i, x, e)
+            if (json_is_string(e) && json_string_length(e) == IDMAP_KEY)
+                memcpy(d->id[d->n++], json_string_value(e), IDMAP_KEY);
         ids_normalize(d);
     }
     json_decref(o);

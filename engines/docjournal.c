@@ -219,8 +219,7 @@ static int roll_forward(const char *coll, const char *name, const json_t *doc, s
         return storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal of %s", name);
     size_t i;
     int rc = 0;
-    json_array_foreach(rows, i, r)
-    {
+    json_array_foreach (rows, i, r) {
         const char *rel = json_string_value(json_array_get(r, 0));
         json_t *pre = json_array_get(r, 1);
         json_t *ino = json_array_get(r, 2);

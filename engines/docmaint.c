@@ -175,8 +175,7 @@ int docstore_repair(docstore *ds, json_t **out, storh_err *err)
     rc = scan(ds, &t, NULL, bad, err);
     size_t i;
     json_t *id;
-    json_array_foreach(bad, i, id)
-    {
+    json_array_foreach (bad, i, id) {
         if (!rc)
             rc = quarantine(ds, json_string_value(id), err);
     }
@@ -238,8 +237,7 @@ int docstore_define_indexes(docstore *ds, const json_t *body, bool rebuild, json
     size_t i;
     json_t *f;
     int rc = 0;
-    json_array_foreach(fields, i, f)
-    {
+    json_array_foreach (fields, i, f) {
         json_t *name = json_object_get(f, "field");
         json_t *u = json_object_get(f, "unique"), *r = json_object_get(f, "range");
         if (!json_is_string(name) || (u && !json_is_boolean(u)) || (r && !json_is_boolean(r))) {

@@ -266,8 +266,7 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
             const char *k;
             size_t kl;
             json_t *v;
-            json_object_keylen_foreach(row, k, kl, v)
-            {
+            json_object_keylen_foreach (row, k, kl, v) {
                 if (kept && !sjson_is_int_key(k, kl))
                     json_object_setn(kept, k, kl, v);
             }

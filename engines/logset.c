@@ -218,8 +218,7 @@ static void add_counts(json_t *acc, const json_t *from)
 {
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)from, k, v)
-    {
+    json_object_foreach ((json_t *)from, k, v) {
         if (json_is_integer(v))
             json_object_set_new(
                 acc, k,
@@ -264,8 +263,7 @@ int logset_verify(const logset *ls, json_t **out, storh_err *err)
         }
         size_t k;
         json_t *e;
-        json_array_foreach(json_object_get(one, "errors"), k, e)
-        {
+        json_array_foreach (json_object_get(one, "errors"), k, e) {
             char msg[600];
             snprintf(msg, sizeof msg, "%s: %s", ls->part ? ls->part[i] : "", json_string_value(e));
             json_array_append_new(errors, json_string(msg));

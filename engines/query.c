@@ -136,7 +136,8 @@ static bool cond_value(const qcond *c, const json_t *v)
         size_t i;
         json_t *e;
         if (exists)
-            json_array_foreach(c->value, i, e) any = any || query_strict_equal(v, e);
+            json_array_foreach (c->value, i, e)
+                any = any || query_strict_equal(v, e);
         r = c->op == QOP_IN ? (exists && any) : (!exists || !any);
         break;
     }
@@ -417,8 +418,7 @@ static int parse_item(const json_t *it, clist *pool, glist *out, const char *whe
     out->n = 0;
     size_t i;
     json_t *alt;
-    json_array_foreach(alts, i, alt)
-    {
+    json_array_foreach (alts, i, alt) {
         char sub[96];
         snprintf(sub, sizeof sub, "%.60s.or[%zu]", where, i);
         glist part = {0};
@@ -454,8 +454,7 @@ static int parse_list(const json_t *arr, clist *pool, glist *out, const char *wh
     out->n = 1;
     size_t i;
     json_t *it;
-    json_array_foreach(arr, i, it)
-    {
+    json_array_foreach (arr, i, it) {
         char sub[96];
         snprintf(sub, sizeof sub, "%.60s[%zu]", where, i);
         glist item = {0}, next = {0};
@@ -517,8 +516,7 @@ int query_parse(const json_t *body, query *q, storh_err *err)
         return storh_err_set(err, STORH_EINVAL, "Query body must be a JSON object.");
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)body, k, v)
-    {
+    json_object_foreach ((json_t *)body, k, v) {
         if (strcmp(k, "where") && strcmp(k, "orderBy") && strcmp(k, "limit") &&
             strcmp(k, "cursor") && strcmp(k, "count") && strcmp(k, "explain"))
             return storh_err_set(err, STORH_EINVAL,

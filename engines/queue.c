@@ -212,12 +212,16 @@ static bool round_trips(const json_t *v, int depth)
     case JSON_REAL:
         return false;
     case JSON_ARRAY:
-        json_array_foreach(v, i, e) if (!round_trips(e, depth + 1)) return false;
+        json_array_foreach (v, i, e)
+            if (!round_trips(e, depth + 1))
+                return false;
         return true;
     case JSON_OBJECT:
         if (sjson_object_is_list(v))
             return false;
-        json_object_foreach((json_t *)v, k, e) if (!round_trips(e, depth + 1)) return false;
+        json_object_foreach ((json_t *)v, k, e)
+            if (!round_trips(e, depth + 1))
+                return false;
         return true;
     default:
         return true;
@@ -397,8 +401,7 @@ static int do_enqueue(queue *q, void *a, buf *lines, storh_err *err)
     json_t *jobj;
     buf env = BUF_INIT;
     int rc = 0;
-    json_array_foreach(ea->jobs, i, jobj)
-    {
+    json_array_foreach (ea->jobs, i, jobj) {
         if (!json_is_object(jobj)) {
             rc = storh_err_set(err, STORH_EINVAL, "Job %zu: jobs must be JSON objects.", i);
             break;
@@ -438,8 +441,7 @@ int queue_check_jobs(const json_t *jobs, storh_err *err)
         return storh_err_set(err, STORH_EINVAL, "Jobs must be a JSON array.");
     size_t i;
     const json_t *jobj;
-    json_array_foreach(jobs, i, jobj)
-    {
+    json_array_foreach (jobs, i, jobj) {
         if (!json_is_object(jobj))
             return storh_err_set(err, STORH_EINVAL, "Job %zu: jobs must be JSON objects.", i);
         const json_t *idv = json_object_get(jobj, "id");
@@ -533,8 +535,7 @@ static int do_complete(queue *q, void *a, buf *lines, storh_err *err)
     complete_arg *c = a;
     size_t i;
     json_t *v;
-    json_array_foreach(c->ids, i, v)
-    {
+    json_array_foreach (c->ids, i, v) {
         const char *id = json_string_value(v);
         if (!id || !uuid7_is_valid(id, json_string_length(v)))
             return storh_err_set(err, STORH_EINVAL, "Id %zu: Invalid UUIDv7 value.", i);
@@ -544,8 +545,7 @@ static int do_complete(queue *q, void *a, buf *lines, storh_err *err)
     idmap seen;
     if (idmap_init(&seen, 1) != 0)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    json_array_foreach(c->ids, i, v)
-    {
+    json_array_foreach (c->ids, i, v) {
         const char *id = json_string_value(v);
         job *j = idmap_get(&q->st.jobs, id);
         bool fresh;

@@ -113,8 +113,7 @@ bool recquery_match_data(const recquery *q, const json_t *data)
         return true;
     const char *key;
     json_t *want;
-    json_object_foreach(q->where, key, want)
-    {
+    json_object_foreach (q->where, key, want) {
         json_t *have = json_is_object(data) ? json_object_get(data, key) : NULL;
         if (!have || !recquery_strict_equal(have, want))
             return false;

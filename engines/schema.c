@@ -36,8 +36,7 @@ int schema_parse(const json_t *j, schema *s, storh_err *err)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     const char *name;
     json_t *def;
-    json_object_foreach(fields, name, def)
-    {
+    json_object_foreach (fields, name, def) {
         if (strspn(name, " \t\n\r\v") == strlen(name)) {
             schema_free(s);
             return storh_err_set(err, STORH_EINVAL, "Schema field cannot be empty.");

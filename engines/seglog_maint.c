@@ -253,8 +253,7 @@ void seglog__counters_note(seglog *s, int op, bool fresh, const char *line, size
     json_t *data = seglog_envelope_data(env);
     const char *field;
     json_t *counts;
-    json_object_foreach(s->counters, field, counts)
-    {
+    json_object_foreach (s->counters, field, counts) {
         json_t *v = json_object_get(data, field);
         if (v && !json_is_object(v) && !json_is_array(v) && json_is_object(counts))
             count_value(counts, v, 1);

@@ -89,8 +89,7 @@ int seglog__manifest_load(seglog *s, bool *exists, storh_err *err)
     rc = 0;
     size_t i;
     json_t *e;
-    json_array_foreach(sealed, i, e)
-    {
+    json_array_foreach (sealed, i, e) {
         const char *f = json_string_value(json_object_get(e, "file"));
         const char *ix = json_string_value(json_object_get(e, "index"));
         if (!f || !seglog__safe_file_name(f) || (ix && !seglog__safe_file_name(ix))) {

@@ -188,8 +188,7 @@ bool sjson_object_is_list(const json_t *obj)
     size_t klen;
     json_t *val;
     size_t idx = 0;
-    json_object_keylen_foreach((json_t *)obj, key, klen, val)
-    {
+    json_object_keylen_foreach ((json_t *)obj, key, klen, val) {
         (void)val;
         /* key must be idx in decimal (no printf: this runs for every object
          * encoded) */
@@ -213,8 +212,7 @@ bool sjson_top_keys_ok(const json_t *obj)
     const char *key;
     size_t klen;
     json_t *val;
-    json_object_keylen_foreach((json_t *)obj, key, klen, val)
-    {
+    json_object_keylen_foreach ((json_t *)obj, key, klen, val) {
         (void)val;
         if (sjson_is_int_key(key, klen))
             return false;
@@ -284,8 +282,7 @@ static int encode(buf *out, const json_t *v, unsigned flags, int depth, storh_er
         size_t klen;
         json_t *val;
         bool first = true;
-        json_object_keylen_foreach((json_t *)v, key, klen, val)
-        {
+        json_object_keylen_foreach ((json_t *)v, key, klen, val) {
             if (!first)
                 buf_appendc(out, ',');
             first = false;
@@ -530,8 +527,7 @@ json_t *sjson_string_keyed(const json_t *d)
     size_t kl;
     json_t *v;
     bool intkeys = false;
-    json_object_keylen_foreach((json_t *)d, k, kl, v)
-    {
+    json_object_keylen_foreach ((json_t *)d, k, kl, v) {
         (void)v;
         if (sjson_is_int_key(k, kl))
             intkeys = true;
@@ -539,8 +535,7 @@ json_t *sjson_string_keyed(const json_t *d)
     if (!intkeys)
         return json_incref((json_t *)d);
     json_t *out = json_object();
-    json_object_keylen_foreach((json_t *)d, k, kl, v)
-    {
+    json_object_keylen_foreach ((json_t *)d, k, kl, v) {
         if (!sjson_is_int_key(k, kl))
             json_object_setn(out, k, kl, v);
     }

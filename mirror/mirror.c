@@ -146,8 +146,7 @@ int mirror_new(const char *name, const json_t *cfg, mirror **out, storh_err *err
     } else if (!rc && json_is_object(cols)) {
         const char *cn;
         json_t *cv;
-        json_object_foreach(cols, cn, cv)
-        {
+        json_object_foreach (cols, cn, cv) {
             const char *kind = json_string_value(json_object_get(cv, "kind"));
             if (kind && strcmp(kind, "doc") && strcmp(kind, "log")) {
                 rc = storh_err_set(err, STORH_EINVAL, "mirrors.%s.collections.%s.kind: doc or log.",
@@ -282,8 +281,7 @@ int mirror__exec_stmts(mirror *m, json_t *stmts, storh_err *err)
 {
     size_t i;
     json_t *s;
-    json_array_foreach(stmts, i, s)
-    {
+    json_array_foreach (stmts, i, s) {
         int rc = mdriver_exec(m->db, json_string_value(s), NULL, 0, err);
         if (rc)
             return rc;

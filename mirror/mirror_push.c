@@ -241,7 +241,8 @@ static int delete_rest(mirror *m, const mirror_coll *c, json_t *rows, long *dele
     size_t k = 0;
     const char *id;
     json_t *v;
-    json_object_foreach(rows, id, v) ids[k++] = id;
+    json_object_foreach (rows, id, v)
+        ids[k++] = id;
     int rc = 0;
     for (size_t i = 0; !rc && i < n; i += DELETE_CHUNK) {
         size_t cnt = n - i < DELETE_CHUNK ? n - i : DELETE_CHUNK;
@@ -465,8 +466,7 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
         return storh_err_set(err, STORH_EINVAL, "ids must be an array of record ids.");
     size_t i;
     json_t *v;
-    json_array_foreach(ids, i, v)
-    {
+    json_array_foreach (ids, i, v) {
         if (!json_is_string(v) || !uuid7_is_valid(json_string_value(v), json_string_length(v)))
             return storh_err_set(err, STORH_EINVAL, "ids[%zu]: Invalid UUIDv7 value.", i);
     }
@@ -488,8 +488,7 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
     buf_printf(&sel, "SELECT \"hash\" FROM \"%s\" WHERE \"id\" = %s", c->table, ph);
     json_t *seen = json_object();
     long upserted = 0, deleted = 0;
-    json_array_foreach(ids, i, v)
-    {
+    json_array_foreach (ids, i, v) {
         const char *id = json_string_value(v);
         if (rc || json_object_get(seen, id))
             continue;

@@ -156,8 +156,7 @@ int auth_new(const auth_opts *o, auth **out, char *msg, size_t cap)
         json_t *j = json_load_file(o->jwks_path, 0, &je);
         size_t i;
         json_t *k;
-        json_array_foreach(json_object_get(j, "keys"), i, k)
-        {
+        json_array_foreach (json_object_get(j, "keys"), i, k) {
             const char *kty = json_string_value(json_object_get(k, "kty"));
             const char *kid = json_string_value(json_object_get(k, "kid"));
             EVP_PKEY *pk = kty && !strcmp(kty, "RSA") ? jwk_key(k) : NULL;
@@ -301,8 +300,9 @@ static bool aud_ok(const json_t *aud, const char *want)
         return !strcmp(json_string_value(aud), want);
     size_t i;
     json_t *v;
-    json_array_foreach(aud, i,
-                       v) if (json_is_string(v) && !strcmp(json_string_value(v), want)) return true;
+    json_array_foreach (aud, i, v)
+        if (json_is_string(v) && !strcmp(json_string_value(v), want))
+            return true;
     return false;
 }
 
@@ -462,8 +462,7 @@ bool auth_has_scope(const json_t *claims, const char *scope)
     }
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(claims, "scopes"), i, v)
-    {
+    json_array_foreach (json_object_get(claims, "scopes"), i, v) {
         if (json_is_string(v) && grants(json_string_value(v), json_string_length(v), scope))
             return true;
     }

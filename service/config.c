@@ -215,8 +215,7 @@ static int load_file(config *cfg, const char *path)
     int rc = 0;
     const char *key;
     json_t *v;
-    json_object_foreach(root, key, v)
-    {
+    json_object_foreach (root, key, v) {
         if (!strcmp(key, "mirrors") && json_is_object(v)) {
             json_decref(cfg->mirrors);
             cfg->mirrors = json_incref(v);

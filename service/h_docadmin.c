@@ -144,8 +144,7 @@ int h_filter(http_req *req)
     json_t *out = json_array();
     size_t i;
     json_t *row;
-    json_array_foreach(rows, i, row)
-    {
+    json_array_foreach (rows, i, row) {
         if (query_match(&q, NULL, row))
             json_array_append(out, row);
     }

@@ -72,7 +72,8 @@ static int collections_of(service *svc, mirror *m, const char *only, json_t **na
     json_t *declared = mirror_collections(m);
     const char *dn;
     json_t *dv;
-    json_object_foreach(declared, dn, dv) json_array_append_new(out, json_string(dn));
+    json_object_foreach (declared, dn, dv)
+        json_array_append_new(out, json_string(dn));
     json_decref(declared);
     if (!m->all_docs)
         return 0;
@@ -82,10 +83,10 @@ static int collections_of(service *svc, mirror *m, const char *only, json_t **na
         return rc;
     size_t i, k;
     json_t *v, *have;
-    json_array_foreach(docs, i, v)
-    {
+    json_array_foreach (docs, i, v) {
         bool seen = false;
-        json_array_foreach(out, k, have) seen = seen || json_equal(have, v);
+        json_array_foreach (out, k, have)
+            seen = seen || json_equal(have, v);
         if (!seen)
             json_array_append(out, v);
     }
@@ -115,8 +116,7 @@ static int each_collection(http_req *req, coll_op op, json_t *acc)
     size_t i;
     json_t *v;
     int rc = 0;
-    json_array_foreach(names, i, v)
-    {
+    json_array_foreach (names, i, v) {
         const char *name = json_string_value(v);
         json_t *declared = mirror_collections(m);
         bool is_log = json_is_true(json_object_get(declared, name));
@@ -271,8 +271,7 @@ static void push_all(service *svc, mirror *m)
     json_t *acc = json_object();
     size_t i;
     json_t *v;
-    json_array_foreach(names, i, v)
-    {
+    json_array_foreach (names, i, v) {
         storh_err err;
         json_t *declared = mirror_collections(m);
         bool is_log = json_is_true(json_object_get(declared, json_string_value(v)));
@@ -328,8 +327,7 @@ int h_mirror_setup(service *svc)
     const char *name;
     json_t *mc;
     int rc = 0;
-    json_object_foreach(cfg, name, mc)
-    {
+    json_object_foreach (cfg, name, mc) {
         storh_err err;
         mirror *m;
         if (mirror_new(name, mc, &m, &err)) {

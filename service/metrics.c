@@ -265,8 +265,7 @@ static void render_queues(buf *out, service *svc)
     static const char *const states[] = {"pending", "processing", "done"};
     size_t i;
     json_t *row;
-    json_array_foreach(d.rows, i, row)
-    {
+    json_array_foreach (d.rows, i, row) {
         for (size_t s = 0; s < 3; s++) {
             buf_appends(out, "storhd_queue_jobs{queue=\"");
             label_value(out, json_string_value(json_array_get(row, 0)));

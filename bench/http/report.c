@@ -57,8 +57,7 @@ static void results_table(buf *b, const json_t *scenarios)
                    "request</small><th>errors</tr>");
     size_t i;
     json_t *sc;
-    json_array_foreach(scenarios, i, sc)
-    {
+    json_array_foreach (scenarios, i, sc) {
         const json_t *s = json_object_get(sc, "summary");
         const json_t *rps = json_object_get(s, "rps"), *lat = json_object_get(s, "latency_ms");
         buf_appends(b, "<tr><td><a href=\"#");
@@ -162,8 +161,7 @@ static void env_table(buf *b, const json_t *doc)
     const json_t *img = json_object_get(env, "images");
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)img, k, v)
-    {
+    json_object_foreach ((json_t *)img, k, v) {
         snprintf(text, sizeof text, "image (%s)", k);
         row(b, text, json_string_value(v));
     }
@@ -208,8 +206,7 @@ static void reproduce(buf *b, const json_t *doc, const char *json_href)
     buf_appends(b, "</pre><p>Commands of the first trial of each scenario:</p><pre>");
     size_t i;
     json_t *sc;
-    json_array_foreach(json_object_get(doc, "scenarios"), i, sc)
-    {
+    json_array_foreach (json_object_get(doc, "scenarios"), i, sc) {
         const json_t *t = json_array_get(json_object_get(sc, "trials"), 0);
         const json_t *cmd = json_object_get(t, "commands");
         buf_appends(b, "# ");
@@ -247,8 +244,7 @@ int report_write(const json_t *doc, const char *html_path, const char *json_href
     size_t ntotal = json_array_size(json_object_get(json_object_get(doc, "config"), "order"));
     size_t i, j;
     json_t *sc, *t;
-    json_array_foreach(scenarios, i, sc)
-    {
+    json_array_foreach (scenarios, i, sc) {
         buf_appends(&b, "<h3 id=\"");
         esc(&b, str(sc, "name"));
         buf_appends(&b, "\">");
@@ -260,7 +256,8 @@ int report_write(const json_t *doc, const char *html_path, const char *json_href
         buf_appends(&b, "</code></small></h3><p>");
         esc(&b, str(sc, "what"));
         buf_appends(&b, ".</p>");
-        json_array_foreach(json_object_get(sc, "trials"), j, t) trial_plots(&b, t, ntotal);
+        json_array_foreach (json_object_get(sc, "trials"), j, t)
+            trial_plots(&b, t, ntotal);
     }
     buf_appends(&b, "<h2>Workload and environment</h2>");
     env_table(&b, doc);

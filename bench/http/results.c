@@ -62,8 +62,7 @@ static json_t *curve_ms(const json_t *wrk)
     json_t *out = json_array();
     size_t i;
     json_t *pt;
-    json_array_foreach(json_object_get(wrk, "curve"), i, pt)
-    {
+    json_array_foreach (json_object_get(wrk, "curve"), i, pt) {
         json_array_append_new(out,
                               json_pack("[oo]", num(json_number_value(json_array_get(pt, 0)), 4),
                                         num(json_number_value(json_array_get(pt, 1)) / 1000.0, 3)));
@@ -258,8 +257,8 @@ long long results_errors(const json_t *doc)
     long long total = 0;
     size_t i, j;
     json_t *sc, *t;
-    json_array_foreach(json_object_get(doc, "scenarios"), i, sc)
-        json_array_foreach(json_object_get(sc, "trials"), j, t) total +=
-        (long long)jpath(t, "errors.total");
+    json_array_foreach (json_object_get(doc, "scenarios"), i, sc)
+        json_array_foreach (json_object_get(sc, "trials"), j, t)
+            total += (long long)jpath(t, "errors.total");
     return total;
 }

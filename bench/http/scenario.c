@@ -104,8 +104,7 @@ static int prep_doc_get(const scenario *sc, const scenario_ctx *ctx, scenario_pl
     FILE *paths = fopen(p->paths, "w");
     size_t i;
     json_t *id;
-    json_array_foreach(ids, i, id)
-    {
+    json_array_foreach (ids, i, id) {
         json_t *row = json_pack("{sOs{sssssIs[ss]ss}}", "id", id, "data", "title", "Trial record",
                                 "kind", "page", "n", (json_int_t)i, "tags", "trial", "http", "body",
                                 "A record the doc-get scenario reads back by id.");

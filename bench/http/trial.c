@@ -628,8 +628,7 @@ static void print_comparisons(const json_t *scen_list)
     size_t i;
     const json_t *sc;
     double post = 0, post1 = 0;
-    json_array_foreach(scen_list, i, sc)
-    {
+    json_array_foreach (scen_list, i, sc) {
         const char *name = json_string_value(json_object_get(sc, "name"));
         const json_t *s = json_object_get(sc, "summary");
         double rps = json_number_value(json_object_get(json_object_get(s, "rps"), "median"));
@@ -759,8 +758,7 @@ int main(int argc, char **argv)
     long long errors = results_errors(doc);
     size_t i;
     json_t *sc;
-    json_array_foreach(scen_list, i, sc)
-    {
+    json_array_foreach (scen_list, i, sc) {
         const json_t *s = json_object_get(sc, "summary");
         const json_t *rps = json_object_get(s, "rps"), *lat = json_object_get(s, "latency_ms");
         printf("%-9s %8.0f req/s (%.0f-%.0f)  p50/p95/p99 %.2f/%.2f/%.2f ms  PSS %.1f MiB  "

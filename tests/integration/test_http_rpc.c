@@ -70,8 +70,8 @@ static bool all_tenant(const client_resp *r, int tenant, size_t *n)
     bool ok = json_is_array(rows);
     size_t i;
     json_t *row;
-    json_array_foreach(rows, i, row) ok =
-        ok && json_integer_value(json_object_get(row, "tenant")) == tenant;
+    json_array_foreach (rows, i, row)
+        ok = ok && json_integer_value(json_object_get(row, "tenant")) == tenant;
     json_decref(rows);
     return ok;
 }

@@ -147,12 +147,10 @@ TEST(bad_names_and_ids_in_every_route)
     long tried = 0, routes = 0;
     const char *pattern;
     json_t *ops;
-    json_object_foreach(json_object_get(api, "paths"), pattern, ops)
-    {
+    json_object_foreach (json_object_get(api, "paths"), pattern, ops) {
         const char *m;
         json_t *op;
-        json_object_foreach(ops, m, op)
-        {
+        json_object_foreach (ops, m, op) {
             char method[8];
             size_t k = 0;
             for (; m[k] && k < 7; k++)
@@ -161,8 +159,7 @@ TEST(bad_names_and_ids_in_every_route)
             routes++;
             size_t i;
             json_t *param;
-            json_array_foreach(json_object_get(op, "parameters"), i, param)
-            {
+            json_array_foreach (json_object_get(op, "parameters"), i, param) {
                 param = deref(api, param);
                 if (strcmp(json_string_value(json_object_get(param, "in")), "path"))
                     continue;
@@ -227,14 +224,12 @@ TEST(every_v1_route_checks_its_scope)
     long routes = 0, checks = 0;
     const char *pattern;
     json_t *ops;
-    json_object_foreach(json_object_get(api, "paths"), pattern, ops)
-    {
+    json_object_foreach (json_object_get(api, "paths"), pattern, ops) {
         if (strncmp(pattern, "/v1/", 4) != 0)
             continue;
         const char *m;
         json_t *op;
-        json_object_foreach(ops, m, op)
-        {
+        json_object_foreach (ops, m, op) {
             char method[8], path[512], www[64];
             size_t k = 0;
             for (; m[k] && k < 7; k++)

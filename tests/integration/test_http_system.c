@@ -93,7 +93,8 @@ TEST(openapi_lists_every_route)
     size_t ops = 0;
     const char *k;
     json_t *v;
-    json_object_foreach(paths, k, v) ops += json_object_size(v);
+    json_object_foreach (paths, k, v)
+        ops += json_object_size(v);
     CHECK_INT(ops, sizeof expect / sizeof expect[0]);
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
         json_t *op = json_object_get(json_object_get(paths, expect[i][0]), expect[i][1]);

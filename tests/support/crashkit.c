@@ -133,7 +133,8 @@ bool crashkit_enqueue(const char *base, crashkit_ledger *l, const char *queue, c
     if (st == 201 && json_array_size(list) == count) {
         size_t i;
         json_t *id;
-        json_array_foreach(list, i, id) idset_add(&l->enqueued, json_string_value(id));
+        json_array_foreach (list, i, id)
+            idset_add(&l->enqueued, json_string_value(id));
         if (acked)
             *acked = true;
     }
@@ -246,8 +247,7 @@ long crashkit_claim_all(const char *base, const char *queue, idset *claimed,
         long st = crashkit_call(base, "POST", path, NULL, &r);
         size_t i;
         json_t *job;
-        json_array_foreach(json_object_get(r, "jobs"), i, job)
-        {
+        json_array_foreach (json_object_get(r, "jobs"), i, job) {
             idset_add(claimed, json_string_value(json_object_get(job, "id")));
             if (each)
                 each(ctx, job);

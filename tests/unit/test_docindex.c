@@ -403,8 +403,7 @@ static const char *answer(docstore *ds, const char *where, bool count)
     } else {
         size_t i;
         json_t *e;
-        json_array_foreach(json_object_get(r, "records"), i, e)
-        {
+        json_array_foreach (json_object_get(r, "records"), i, e) {
             if (i)
                 strcat(out, ",");
             strncat(out, json_string_value(json_object_get(e, "id")), 40);

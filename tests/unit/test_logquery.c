@@ -78,8 +78,7 @@ static void ns(const json_t *out, char *s, size_t cap)
     size_t i, at = 0;
     json_t *r;
     s[0] = 0;
-    json_array_foreach(json_object_get(out, "records"), i, r)
-    {
+    json_array_foreach (json_object_get(out, "records"), i, r) {
         json_t *n = json_object_get(json_object_get(r, "data"), "n");
         at += (size_t)snprintf(s + at, cap - at, "%s%lld", i ? "," : "",
                                (long long)json_integer_value(n));

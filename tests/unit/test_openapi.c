@@ -70,11 +70,13 @@ static void check_refs(json_t *doc, json_t *v, int *refs)
         }
         const char *k;
         json_t *x;
-        json_object_foreach(v, k, x) check_refs(doc, x, refs);
+        json_object_foreach (v, k, x)
+            check_refs(doc, x, refs);
     } else if (json_is_array(v)) {
         size_t i;
         json_t *x;
-        json_array_foreach(v, i, x) check_refs(doc, x, refs);
+        json_array_foreach (v, i, x)
+            check_refs(doc, x, refs);
     }
 }
 
@@ -111,7 +113,8 @@ TEST(statuses_follow_the_inputs)
         bool ok2xx = false;
         const char *st;
         json_t *x;
-        json_object_foreach(json_object_get(op, "responses"), st, x) ok2xx |= st[0] == '2';
+        json_object_foreach (json_object_get(op, "responses"), st, x)
+            ok2xx |= st[0] == '2';
         CHECK(ok2xx);
         /* the bearer requirement carries the route's scope */
         json_t *sec = json_array_get(json_object_get(op, "security"), 0);

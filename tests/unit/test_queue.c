@@ -266,8 +266,7 @@ TEST(two_processes_never_claim_twice)
                 size_t i;
                 json_t *j;
                 json_t *done = json_array();
-                json_array_foreach(c, i, j)
-                {
+                json_array_foreach (c, i, j) {
                     fprintf(out, "%s\n", json_string_value(json_object_get(j, "id")));
                     json_array_append(done, json_object_get(j, "id"));
                 }
@@ -535,8 +534,7 @@ static char *payloads_of(json_t *claimed, json_t *trees)
     buf b = BUF_INIT;
     size_t i;
     json_t *e;
-    json_array_foreach(claimed, i, e)
-    {
+    json_array_foreach (claimed, i, e) {
         buf_appends(&b, json_string_value(json_object_get(e, "id")));
         buf_appendc(&b, ' ');
         sjson_encode(&b, json_object_get(e, "payload"), 0, NULL);

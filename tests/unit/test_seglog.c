@@ -658,8 +658,7 @@ TEST(concurrent_appends_roll_cleanly)
     long last = 0;
     size_t i;
     json_t *g;
-    json_array_foreach(json_object_get(m, "sealed"), i, g)
-    {
+    json_array_foreach (json_object_get(m, "sealed"), i, g) {
         long num = atol(json_string_value(json_object_get(g, "file")) + 4);
         CHECK(num > last);
         CHECK(strlen(json_string_value(json_object_get(g, "index"))) > 0);
