@@ -35,6 +35,13 @@ static int match_pattern(const char *pattern, char **segs, const size_t *seglen,
         if (i >= nsegs)
             return -1;
         size_t len = 0;
+        if (p[0] != '{') { /* a literal, compared as scanned: most patterns stop at a first byte */
+            const char *seg = segs[i];
+            while (p[len] && p[len] != '/' && p[len] == seg[len])
+                len++;
+            if ((p[len] && p[len] != '/') || len != seglen[i])
+                return -1;
+        }
         while (p[len] && p[len] != '/')
             len++;
         const char *end = p[len] ? p + len : NULL;
@@ -48,8 +55,8 @@ static int match_pattern(const char *pattern, char **segs, const size_t *seglen,
             }
             np++;
         } else {
-            if (seglen[i] != len || memcmp(segs[i], p, len) != 0)
-                return -1;
+            if (p[0] == '{' && (seglen[i] != len || memcmp(segs[i], p, len) != 0))
+                return -1; /* a literal was compared above */
             score++;
         }
         i++;
