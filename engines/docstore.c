@@ -277,6 +277,57 @@ int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_er
     return rc;
 }
 
+/* data's answer bytes, given to its cache entry (if still data's) too. */
+static int answer_of(docstore *ds, const char *id, json_t *data, rcache_blob **out, storh_err *err)
+{
+    buf b = BUF_INIT;
+    int rc = docstore_encode_record(&b, id, data, err);
+    if (!rc && !(*out = rcache_blob_new(b.data, b.len)))
+        rc = storh_err_oom(err);
+    buf_free(&b);
+    if (!rc && ds->cache) {
+        atomic_fetch_add_explicit(&(*out)->refs, 1, memory_order_relaxed);
+        rcache_attach_blob(ds->cache, id, data, *out);
+    }
+    return rc;
+}
+
+int docstore_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_err *err)
+{
+    *out = NULL;
+    if (!uuid7_is_valid(id, strlen(id)))
+        return storh_err_set(err, STORH_EINVAL, "Invalid UUIDv7 value.");
+    char path[PATH_MAX];
+    docstore_record_path(ds, id, path);
+    json_t *data = NULL;
+    int rc = 0;
+    if (ds->cache) {
+        rcache_result r = rcache_get_blob(ds->cache, id, path, &data, out);
+        if (r == RCACHE_HIT_ABSENT)
+            return storh_err_set(err, STORH_ENOTFOUND, "Record not found: %s", id);
+        if (r == RCACHE_HIT && *out) {
+            estats_add(ESTAT_DOC_GET, 1);
+            return 0;
+        }
+    }
+    if (!data) {
+        buf b = BUF_INIT;
+        struct stat st;
+        rc = read_file(ds, id, &data, &b, &st, err);
+        if (ds->cache && rc == 0)
+            rcache_put(ds->cache, id, data, &st, b.data, b.len);
+        else if (ds->cache && rc == STORH_ENOTFOUND)
+            rcache_put(ds->cache, id, NULL, NULL, NULL, 0);
+        buf_free(&b);
+    }
+    if (!rc)
+        rc = answer_of(ds, id, data, out, err);
+    json_decref(data);
+    if (!rc)
+        estats_add(ESTAT_DOC_GET, 1);
+    return rc;
+}
+
 int docstore_lock(docstore *ds, fsx_lock *l, storh_err *err)
 {
     pthread_mutex_lock(&ds->mu);

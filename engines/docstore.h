@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "buf.h"
+#include "rcache.h"
 #include "recquery.h"
 #include "storh_err.h"
 #include "uuid7.h"
@@ -48,6 +49,10 @@ int docstore_decode_record(const char *bytes, size_t len, const char *expect_id,
 /* STORH_ENOTFOUND when absent, STORH_ECORRUPT for a bad file. *data is a new
  * reference (caller decrefs). raw, if non-NULL, receives the file bytes. */
 int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_err *err);
+/* The record's canonical bytes (docstore_encode_record) and their ETag,
+ * held until rcache_blob_release; from the record cache, validated as
+ * docstore_get validates, without encoding or copying once cached. */
+int docstore_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_err *err);
 /* *existed tells whether there was a record; deleting nothing is not an error. */
 int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err);
 /* put = a stage of one, published with its concurrent neighbours (one

@@ -27,8 +27,9 @@ static file_state state_of(const struct stat *st)
 
 typedef struct node {
     char id[IDMAP_KEY];
-    json_t *data;  /* NULL: no such record */
-    file_state st; /* of the file the data came from */
+    json_t *data;      /* NULL: no such record */
+    rcache_blob *blob; /* data's answer bytes once a reader encoded them */
+    file_state st;     /* of the file the data came from */
     XXH128_hash_t hash;
     size_t bytes;
     struct node *prev, *next; /* LRU: head is the most recent */
@@ -157,6 +158,7 @@ static void drop_locked(rcache *c, node *n)
     atomic_fetch_sub(&total_bytes, (int64_t)n->bytes);
     atomic_fetch_sub(&total_entries, 1);
     json_decref(n->data);
+    rcache_blob_release(n->blob);
     free(n);
 }
 
@@ -250,6 +252,43 @@ static bool still_valid(rcache *c, const node *n, const char *path)
     return same;
 }
 
+rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_t **data,
+                              rcache_blob **blob)
+{
+    *blob = NULL;
+    pthread_mutex_lock(&c->mu);
+    node *n = find(c, id);
+    rcache_result r = RCACHE_MISS;
+    if (n && still_valid(c, n, path)) {
+        if (c->head != n) {
+            unlink_node(c, n);
+            push_front(c, n);
+        }
+        pthread_mutex_lock(&gmu);
+        if (ghead != n) {
+            gunlink(n);
+            glink_front(n);
+        }
+        pthread_mutex_unlock(&gmu);
+        r = n->data ? RCACHE_HIT : RCACHE_HIT_ABSENT;
+        if (n->blob) {
+            atomic_fetch_add_explicit(&n->blob->refs, 1, memory_order_relaxed);
+            *blob = n->blob;
+        } else if (n->data) {
+            *data = json_incref(n->data);
+        }
+        c->hits++;
+        atomic_fetch_add(&total_hits, 1);
+    } else {
+        if (n)
+            drop(c, n);
+        c->misses++;
+        atomic_fetch_add(&total_misses, 1);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
 rcache_result rcache_get(rcache *c, const char *id, const char *path, json_t **data)
 {
     pthread_mutex_lock(&c->mu);
@@ -275,6 +314,62 @@ rcache_result rcache_get(rcache *c, const char *id, const char *path, json_t **d
     }
     pthread_mutex_unlock(&c->mu);
     return r;
+}
+
+void rcache_etag_of(const char *bytes, size_t len, char out[20])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t h = XXH3_64bits(bytes, len);
+    out[0] = '"';
+    for (int i = 16; i >= 1; i--, h >>= 4)
+        out[i] = hex[h & 15];
+    out[17] = '"';
+    out[18] = '\0';
+}
+
+rcache_blob *rcache_blob_new(const char *bytes, size_t len)
+{
+    rcache_blob *b = malloc(sizeof *b + len + 1);
+    if (!b)
+        return NULL;
+    atomic_init(&b->refs, 1);
+    b->len = len;
+    memcpy(b->data, bytes, len);
+    b->data[len] = '\0';
+    rcache_etag_of(bytes, len, b->etag);
+    return b;
+}
+
+void rcache_blob_release(void *blob)
+{
+    rcache_blob *b = blob;
+    if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+        free(b);
+}
+
+void rcache_attach_blob(rcache *c, const char *id, const json_t *data, rcache_blob *blob)
+{
+    pthread_mutex_lock(&c->mu);
+    node *n = find(c, id);
+    if (!n || !n->data || n->data != data || n->blob) {
+        pthread_mutex_unlock(&c->mu);
+        rcache_blob_release(blob);
+        return;
+    }
+    n->blob = blob;
+    n->bytes += blob->len;
+    c->bytes += blob->len;
+    atomic_fetch_add(&total_bytes, (int64_t)blob->len);
+    pthread_mutex_lock(&gmu);
+    gbytes += blob->len;
+    pthread_mutex_unlock(&gmu);
+    while (c->tail && c->tail != n && c->bytes > c->max_bytes) {
+        drop(c, c->tail);
+        c->evictions++;
+        atomic_fetch_add(&total_evictions, 1);
+    }
+    pthread_mutex_unlock(&c->mu);
+    enforce_budget();
 }
 
 void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat *st,

@@ -10,6 +10,7 @@
 #define STORH_RCACHE_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,30 @@ rcache_result rcache_get(rcache *c, const char *id, const char *path, json_t **d
 void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat *st,
                 const char *bytes, size_t len);
 void rcache_forget(rcache *c, const char *id);
+
+/* A record's answer bytes (its canonical encoding) and their ETag, shared
+ * by reference between a cache entry and the answers that send them, so a
+ * hit is sent without encoding or copying: the last release frees it. */
+typedef struct rcache_blob {
+    _Atomic unsigned refs;
+    size_t len;
+    char etag[20]; /* "<xxh3-64 of the bytes, 16 hex digits>" */
+    char data[];
+} rcache_blob;
+/* The strong ETag of answer bytes, quoted, as rcache_blob.etag holds it. */
+void rcache_etag_of(const char *bytes, size_t len, char out[20]);
+/* A blob of a copy of bytes with one reference; NULL when out of memory. */
+rcache_blob *rcache_blob_new(const char *bytes, size_t len);
+/* Drops one reference (NULL is fine); takes void * to be a free callback. */
+void rcache_blob_release(void *blob);
+/* rcache_get, and when the entry holds its answer bytes *blob is a new
+ * reference to them and *data is left alone; else *blob is NULL. */
+rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_t **data,
+                              rcache_blob **blob);
+/* Gives blob (a reference of its own) to the entry of id if that entry
+ * still holds data (the reference rcache_get returned), so a rewrite in
+ * between is never given the older bytes; counted in the entry's bytes. */
+void rcache_attach_blob(rcache *c, const char *id, const json_t *data, rcache_blob *blob);
 void rcache_clear(rcache *c);
 void rcache_get_stats(rcache *c, rcache_stats *out);
 /* Process-wide totals over every cache (for /metrics). */

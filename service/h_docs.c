@@ -12,7 +12,6 @@
 #include "reqparse.h"
 #include "sjson.h"
 #include "uuid7.h"
-#include "xxhash.h"
 
 docstore *h_docs_store(http_req *req, bool fail_mode)
 {
@@ -29,11 +28,6 @@ docstore *h_docs_store(http_req *req, bool fail_mode)
     return ds;
 }
 
-static void etag_of(const char *bytes, size_t len, char out[20])
-{
-    snprintf(out, 20, "\"%016llx\"", (unsigned long long)XXH3_64bits(bytes, len));
-}
-
 /* Replies with the canonical record, its ETag and, for 201, its Location. */
 static int reply_record(http_req *req, int status, const char *id, const json_t *data)
 {
@@ -44,7 +38,7 @@ static int reply_record(http_req *req, int status, const char *id, const json_t 
         return http_reply_storh(req, &err);
     }
     char etag[20];
-    etag_of(b.data, b.len, etag);
+    rcache_etag_of(b.data, b.len, etag);
     http_reply_bytes(req, status, "application/json", b.data, b.len);
     http_header_add(req, "ETag", etag);
     if (status == 201) {
@@ -108,31 +102,27 @@ static bool etag_matches(const char *header, const char *etag)
     return false;
 }
 
+/* The cached answer bytes go out by reference (held until MHD frees the
+ * response), so a hit neither encodes, hashes nor copies the record. */
 int h_docs_get(http_req *req)
 {
     docstore *ds = h_docs_store(req, false);
     if (!ds)
         return 0;
-    const char *id = http_param(req, "id");
-    json_t *data = NULL;
+    rcache_blob *rec;
     storh_err err;
-    if (docstore_get(ds, id, &data, NULL, &err))
+    if (docstore_get_answer(ds, http_param(req, "id"), &rec, &err))
         return http_reply_storh(req, &err);
-    buf b = BUF_INIT;
-    int rc = docstore_encode_record(&b, id, data, &err);
-    json_decref(data);
-    if (rc) {
-        buf_free(&b);
-        return http_reply_storh(req, &err);
-    }
-    char etag[20];
-    etag_of(b.data, b.len, etag);
-    if (etag_matches(http_header(req, "If-None-Match"), etag))
+    char etag[sizeof rec->etag];
+    memcpy(etag, rec->etag, sizeof etag);
+    if (etag_matches(http_header(req, "If-None-Match"), etag)) {
+        rcache_blob_release(rec);
         http_reply_empty(req, 304);
-    else
-        http_reply_bytes(req, 200, "application/json", b.data, b.len);
+    } else {
+        http_reply_held(req, 200, "application/json", rec->data, rec->len, rcache_blob_release,
+                        rec);
+    }
     http_header_add(req, "ETag", etag);
-    buf_free(&b);
     return 0;
 }
 

@@ -24,16 +24,27 @@ static int split(char *path, char **segs)
     return n;
 }
 
-/* Score = literal segments matched, or -1. */
-static int match_pattern(const char *pattern, char **segs, int nsegs, route_match *m)
+/* Score = literal segments matched, or -1. seglen: each segment's length
+ * (measured once per request, not once per pattern tried). */
+static int match_pattern(const char *pattern, char **segs, const size_t *seglen, int nsegs,
+                         route_match *m)
 {
     const char *p = pattern + 1;
     int score = 0, i = 0, np = 0;
     while (*p || i < nsegs) {
         if (i >= nsegs)
             return -1;
-        const char *end = strchr(p, '/');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
+        size_t len = 0;
+        if (p[0] != '{') { /* a literal, compared as scanned: most patterns stop at a first byte */
+            const char *seg = segs[i];
+            while (p[len] && p[len] != '/' && p[len] == seg[len])
+                len++;
+            if ((p[len] && p[len] != '/') || len != seglen[i])
+                return -1;
+        }
+        while (p[len] && p[len] != '/')
+            len++;
+        const char *end = p[len] ? p + len : NULL;
         if (len > 1 && p[0] == '{' && p[len - 1] == '}') {
             if (segs[i][0] == '\0' || np == ROUTE_MAX_PARAMS)
                 return -1;
@@ -44,8 +55,8 @@ static int match_pattern(const char *pattern, char **segs, int nsegs, route_matc
             }
             np++;
         } else {
-            if (strlen(segs[i]) != len || memcmp(segs[i], p, len) != 0)
-                return -1;
+            if (p[0] == '{' && (seglen[i] != len || memcmp(segs[i], p, len) != 0))
+                return -1; /* a literal was compared above */
             score++;
         }
         i++;
@@ -75,10 +86,13 @@ int route_find(const route *table, size_t n, const char *method, char *path, rou
     int nsegs = split(path, segs);
     if (nsegs < 0)
         return 404;
+    size_t seglen[ROUTE_MAX_SEGS];
+    for (int i = 0; i < nsegs; i++)
+        seglen[i] = strlen(segs[i]);
     int best = -1;
     bool any = false;
     for (size_t i = 0; i < n; i++) {
-        int score = match_pattern(table[i].pattern, segs, nsegs, NULL);
+        int score = match_pattern(table[i].pattern, segs, seglen, nsegs, NULL);
         if (score < 0)
             continue;
         any = true;
@@ -96,7 +110,7 @@ int route_find(const route *table, size_t n, const char *method, char *path, rou
     }
     if (m->index < 0)
         return any ? 405 : 404;
-    match_pattern(table[m->index].pattern, segs, nsegs, m);
+    match_pattern(table[m->index].pattern, segs, seglen, nsegs, m);
     return 0;
 }
 

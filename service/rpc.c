@@ -16,12 +16,14 @@
 #define MAX_FUNCTIONS 64
 #define ENTRY_OVERHEAD 128
 
-/* A cached answer's bytes, shared by its entry and the hits being sent
- * (rpc_result.hold): freed by the last of them, so a hit costs no copy and
- * an entry evicted while its answer is on the wire stays valid. */
+/* An answer's bytes as PostgreSQL's call produced them (malloc'd, exact
+ * size), shared by the cache entry, the misses it answered and the hits
+ * being sent (rpc_result.hold): freed by the last of them, so neither a
+ * miss nor a hit copies the page, and an entry evicted while its answer is
+ * on the wire stays valid. */
 typedef struct rblob {
     atomic_uint refs;
-    char data[];
+    char *data;
 } rblob;
 
 typedef struct rentry {
@@ -238,8 +240,10 @@ static void drop_slot(rpc *r, size_t i)
 void rpc_release(void *hold)
 {
     rblob *b = hold;
-    if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+    if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
+        free(b->data);
         free(b);
+    }
 }
 
 /* The fresh entry of key (under mu), or NULL; an expired one is dropped. */
@@ -272,24 +276,11 @@ static bool cache_hold(rpc *r, const char *key, rpc_result *res)
     return true;
 }
 
-static bool cache_get(rpc *r, const char *key, rpc_result *res)
-{
-    rentry *e = cache_find(r, key);
-    if (!e)
-        return false;
-    res->body = malloc(e->len + 1);
-    if (!res->body)
-        return false;
-    memcpy(res->body, e->blob->data, e->len + 1);
-    res->len = e->len;
-    memcpy(res->etag, e->etag, sizeof res->etag);
-    res->cached = true;
-    return true;
-}
-
-/* Stores res under key and, when alias is another key not in the index
- * (the same call keyed by its argument bytes as sent), under alias too. */
-static void cache_put(rpc *r, const char *key, const char *alias, const rpc_result *res)
+/* Stores res (its bytes: blob, a reference of the entry's own taken here)
+ * under key and, when alias is another key not in the index (the same call
+ * keyed by its argument bytes as sent), under alias too. */
+static void cache_put(rpc *r, const char *key, const char *alias, const rpc_result *res,
+                      rblob *blob)
 {
     if (alias && (!strcmp(alias, key) || json_object_get(r->index, alias)))
         alias = NULL;
@@ -310,15 +301,12 @@ static void cache_put(rpc *r, const char *key, const char *alias, const rpc_resu
     drop_slot(r, r->head);
     rentry *e = &r->ring[r->head];
     e->key = strdup(key);
-    e->blob = malloc(sizeof *e->blob + res->len + 1);
-    if (!e->key || !e->blob) {
-        free(e->key);
-        free(e->blob);
+    if (!e->key) {
         memset(e, 0, sizeof *e);
         return;
     }
-    atomic_init(&e->blob->refs, 1);
-    memcpy(e->blob->data, res->body, res->len + 1);
+    atomic_fetch_add_explicit(&blob->refs, 1, memory_order_relaxed);
+    e->blob = blob;
     e->len = res->len;
     e->bytes = cost;
     memcpy(e->etag, res->etag, sizeof e->etag);
@@ -470,20 +458,28 @@ static void flight_free(flight *f)
 }
 
 /* The answer of a flight's PostgreSQL call (on the pool's I/O thread, or
- * on the caller's when the pool refused it): cached, then handed to every
- * waiter, the last taking body itself. */
+ * on the caller's when the pool refused it): body becomes one shared blob
+ * that the cache and every waiter hold, not copies (without memory for
+ * the blob: not cached, copies for all waiters but the last). */
 static void flight_land(void *arg, int rc, const storh_err *err, char *body, size_t len)
 {
     flight *f = arg;
     rpc *r = f->r;
     rpc_result res = {.body = body, .len = len};
-    if (!rc)
+    rblob *blob = NULL;
+    if (!rc) {
         snprintf(res.etag, sizeof res.etag, "\"%016llx\"",
                  (unsigned long long)XXH3_64bits(body, len));
+        if ((blob = malloc(sizeof *blob))) {
+            atomic_init(&blob->refs, 1); /* ours, dropped once every waiter has its own */
+            blob->data = body;
+            body = NULL;
+        }
+    }
     double now = now_s();
     pthread_mutex_lock(&r->mu);
-    if (!rc && r->ttl > 0)
-        cache_put(r, f->key, f->alias, &res);
+    if (blob && r->ttl > 0)
+        cache_put(r, f->key, f->alias, &res, blob);
     for (flight **p = &r->flights; *p; p = &(*p)->next)
         if (*p == f) { /* later misses make a call of their own */
             *p = f->next;
@@ -499,7 +495,10 @@ static void flight_land(void *arg, int rc, const storh_err *err, char *body, siz
         storh_err oom;
         int wrc = rc;
         const storh_err *werr = err;
-        if (!rc && w->next) { /* a copy for all but the last */
+        if (!rc && blob) {
+            atomic_fetch_add_explicit(&blob->refs, 1, memory_order_relaxed);
+            mine.hold = blob;
+        } else if (!rc && w->next) { /* a copy for all but the last */
             mine.body = malloc(len + 1);
             if (mine.body)
                 memcpy(mine.body, body, len + 1);
@@ -510,6 +509,7 @@ static void flight_land(void *arg, int rc, const storh_err *err, char *body, siz
             mine = (rpc_result){0};
         w->done(w->arg, wrc, werr, &mine);
     }
+    rpc_release(blob);
     if (rc)
         free(body);
     flight_free(f);
@@ -531,7 +531,7 @@ void rpc_start(rpc *r, const rpc_key *k, rpc_done_fn done, void *arg)
     const char *key = k->key.data;
     pthread_mutex_lock(&r->mu);
     r->calls++;
-    if (r->ttl > 0 && cache_get(r, key, &res)) {
+    if (r->ttl > 0 && cache_hold(r, key, &res)) {
         r->hits++;
         r->latency_sum += now_s() - t0;
         pthread_mutex_unlock(&r->mu);

@@ -48,11 +48,11 @@ void rpc_free(rpc *r);
 bool rpc_allowed(const rpc *r, const char *function);
 
 typedef struct rpc_result {
-    char *body; /* JSON array of rows: malloc'd, or a cache entry's when hold is set */
+    char *body; /* JSON array of rows: malloc'd, or shared bytes when hold is set */
     size_t len;
     char etag[20];
     bool cached;
-    void *hold; /* the entry's bytes held for this answer (rpc_cached*), else NULL */
+    void *hold; /* the shared bytes held for this answer (a hit's, a miss's), else NULL */
 } rpc_result;
 /* Drops a hold (NULL is fine); the bytes are freed with the last one, so
  * they stay valid while an answer is sent even if the entry is evicted. */
@@ -74,10 +74,10 @@ void rpc_key_free(rpc_key *k);
  * PostgreSQL is down, STORH_EINVAL when it rejects the arguments. Identical
  * concurrent misses (same function, arguments and cache key of the claims)
  * make one PostgreSQL call and share its answer. The caller frees
- * res->body. */
+ * res->body, or drops res->hold when it is set (the shared answer's). */
 int rpc_call(rpc *r, const rpc_key *k, rpc_result *res, storh_err *err);
 /* rpc_call without waiting: done(arg, rc, err, res) runs once, with the
- * answer (res->body then the callee's to free) or rc < 0 and err; on the
+ * answer (res->body then the callee's, freed or held as rpc_call says) or rc < 0 and err; on the
  * thread that drives the connections, or on the caller's before rpc_start
  * returns (a hit, a refusal). k may be freed once rpc_start returns. */
 typedef void (*rpc_done_fn)(void *arg, int rc, const storh_err *err, rpc_result *res);

@@ -1,6 +1,7 @@
 /* The DocStore routes over real HTTP against a running storhd. */
 #include <curl/curl.h>
 #include <jansson.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "../support/daemon.h"
@@ -131,6 +132,59 @@ TEST(hand_written_jsonc_record_is_served)
     client_free(&r);
     r = req("GET", "/v1/docs/handmade/_export", NULL, NULL);
     CHECK_STR(r.body, want);
+    client_free(&r);
+}
+
+/* A GET answers from the record cache's encoded bytes, shared by
+ * reference: repeats are byte-identical, and a file another process
+ * publishes (temp + rename, same size) or removes is seen at once. */
+TEST(cached_answer_follows_out_of_band_writes)
+{
+    const char *id = "018bcfe5-6800-7000-8000-e15dba6274da";
+    char path[128], file[PATH_MAX], tmp[PATH_MAX + 8], etag[64], etag2[64], inm[96];
+    snprintf(path, sizeof path, "/v1/docs/cachedans/%s", id);
+    client_resp r = req("PUT", path, "application/json", "{\"v\":\"aaaa\"}");
+    CHECK_INT(r.status, 201);
+    client_free(&r);
+    char want[160];
+    snprintf(want, sizeof want, "{\"id\":\"%s\",\"data\":{\"v\":\"aaaa\"}}\n", id);
+    for (int i = 0; i < 3; i++) { /* a miss, then answers from the cached bytes */
+        r = req("GET", path, NULL, NULL);
+        CHECK_INT(r.status, 200);
+        CHECK_STR(r.body, want);
+        CHECK(client_header(&r, "ETag", i ? etag2 : etag, sizeof etag) != NULL);
+        if (i)
+            CHECK_STR(etag2, etag);
+        client_free(&r);
+    }
+    snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
+    client_do(d.base, "GET", path, NULL, NULL, 0, inm, 0, &r);
+    CHECK_INT(r.status, 304);
+    client_free(&r);
+
+    snprintf(file, sizeof file, "%s/cachedans/data/e1/%s.jsonc", d.root, id);
+    snprintf(tmp, sizeof tmp, "%s.tmp", file);
+    FILE *f = fopen(tmp, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fprintf(f, "{\"id\":\"%s\",\"data\":{\"v\":\"bbbb\"}}\n", id); /* the same size */
+        fclose(f);
+    }
+    CHECK_INT(rename(tmp, file), 0);
+    snprintf(want, sizeof want, "{\"id\":\"%s\",\"data\":{\"v\":\"bbbb\"}}\n", id);
+    client_do(d.base, "GET", path, NULL, NULL, 0, inm, 0, &r);
+    CHECK_INT(r.status, 200); /* the old ETag no longer matches */
+    CHECK_STR(r.body, want);
+    CHECK(client_header(&r, "ETag", etag2, sizeof etag2) != NULL);
+    CHECK(strcmp(etag2, etag) != 0);
+    client_free(&r);
+    r = req("GET", path, NULL, NULL);
+    CHECK_STR(r.body, want);
+    client_free(&r);
+
+    CHECK_INT(unlink(file), 0);
+    r = req("GET", path, NULL, NULL);
+    CHECK_INT(r.status, 404);
     client_free(&r);
 }
 
@@ -340,6 +394,7 @@ static const test_case tests[] = {
     TEST_ENTRY(create_get_put_delete),
     TEST_ENTRY(record_file_is_canonical_storh_bytes),
     TEST_ENTRY(hand_written_jsonc_record_is_served),
+    TEST_ENTRY(cached_answer_follows_out_of_band_writes),
     TEST_ENTRY(bad_inputs_change_nothing),
     TEST_ENTRY(bulk_export_and_stream_filters),
     TEST_ENTRY(methods_and_unknown_routes),
