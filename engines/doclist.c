@@ -64,7 +64,7 @@ static int iter_step(docstore_iter *it, const char **id, json_t **data, const ch
         struct stat st;
         if (recfile_list_path(&it->l, i, path) != 0)
             continue;
-        int rc = recfile_read(path, &it->raw, &st, err);
+        int rc = fsx_read_all_stat(path, &it->raw, &st, err);
         if (rc == STORH_ENOTFOUND)
             continue; /* deleted since the listing */
         if (rc)

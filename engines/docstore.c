@@ -230,7 +230,7 @@ static int read_file(docstore *ds, const char *id, json_t **data, buf *raw, stru
     char path[PATH_MAX];
     docstore_record_path(ds, id, path);
     size_t start = raw->len;
-    int rc = recfile_read(path, raw, st, err);
+    int rc = fsx_read_all_stat(path, raw, st, err);
     if (rc == STORH_ENOTFOUND)
         return storh_err_set(err, rc, "Record not found: %s", id);
     if (!rc)

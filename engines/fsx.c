@@ -63,15 +63,20 @@ int fsx_read_all_stat(const char *path, buf *out, struct stat *st, storh_err *er
             close(fd);
             return storh_err_sys(err, e, "Could not stat storage file: %s", path);
         }
-    } else if (s->st_size > 0) {
-        buf_reserve(out, (size_t)s->st_size);
     }
+    size_t start = out->len;
+    size_t want = s->st_size > 0 ? (size_t)s->st_size : 0;
+    bool first = true;
     for (;;) {
-        if (!buf_reserve(out, 4096)) {
+        /* the first read asks for one byte more than the size, the next
+         * ones for at least 4 KiB */
+        if (!buf_reserve(out, first ? want + 1 : 4096)) {
             close(fd);
             return storh_err_set(err, STORH_ENOMEM, "Out of memory reading %s", path);
         }
-        ssize_t r = read(fd, out->data + out->len, out->cap - out->len - 1);
+        first = false;
+        size_t room = out->cap - out->len - 1;
+        ssize_t r = read(fd, out->data + out->len, room);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -82,6 +87,10 @@ int fsx_read_all_stat(const char *path, buf *out, struct stat *st, storh_err *er
         if (r == 0)
             break;
         out->len += (size_t)r;
+        /* a short read that ends exactly at the size fstat gave is the end
+         * of a regular file: no second read to see EOF */
+        if ((size_t)r < room && want && out->len - start == want)
+            break;
     }
     out->data[out->len] = '\0';
     close(fd);

@@ -19,8 +19,10 @@
 int fsx_mkdirs(const char *path, bool sync_parents, storh_err *err);
 /* Appends the whole file to out. STORH_ENOTFOUND if it does not exist. */
 int fsx_read_all(const char *path, buf *out, storh_err *err);
-/* As fsx_read_all, and *st = fstat of the descriptor the bytes came from
- * (a failed fstat is then an error). */
+/* As fsx_read_all, and *st = fstat of the descriptor the bytes came from,
+ * taken before they were read, so a cache never claims a newer state than
+ * its bytes (a failed fstat is then an error). A file whose size fstat gave
+ * is read in one read(2). */
 int fsx_read_all_stat(const char *path, buf *out, struct stat *st, storh_err *err);
 /* Creates path exclusively, writes data, fsyncs and closes it. On failure the
  * file is removed. */

@@ -10,52 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int recfile_read(const char *path, buf *out, struct stat *st, storh_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return storh_err_set(err, STORH_ENOTFOUND, "No such file: %s", path);
-        return storh_err_sys(err, errno, "Could not read storage file: %s", path);
-    }
-    if (fstat(fd, st) != 0) {
-        int e = errno;
-        close(fd);
-        return storh_err_sys(err, e, "Could not read storage file: %s", path);
-    }
-    size_t start = out->len;
-    size_t want = st->st_size > 0 ? (size_t)st->st_size : 0;
-    bool first = true;
-    for (;;) {
-        /* the first read asks for one byte more than the size, the next
-         * ones for at least 4 KiB */
-        if (!buf_reserve(out, first ? want + 1 : 4096)) {
-            close(fd);
-            return storh_err_set(err, STORH_ENOMEM, "Out of memory reading %s", path);
-        }
-        first = false;
-        size_t room = out->cap - out->len - 1;
-        ssize_t r = read(fd, out->data + out->len, room);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            close(fd);
-            return storh_err_sys(err, e, "Could not read storage file: %s", path);
-        }
-        if (r == 0)
-            break;
-        out->len += (size_t)r;
-        /* a short read that ends exactly at the size fstat gave is the end
-         * of a regular file: no second read to see EOF */
-        if ((size_t)r < room && want && out->len - start == want)
-            break;
-    }
-    out->data[out->len] = '\0';
-    close(fd);
-    return 0;
-}
-
 /* ---- the listing ---- */
 
 static int arena_add(recfile_list *l, const char *s, size_t len, uint32_t *off)

@@ -1,9 +1,8 @@
-/* recfile: a collection's record files as the engines read them: one file
- * read together with the state it was read in, in the fewest system calls
- * (open, fstat, read, close), and the listing of every record file of a
- * store in id byte order, kept compactly (the names in one arena, no
- * allocation per file), so a stream or an export costs about 50 bytes per
- * record while it is open instead of two strings each. */
+/* recfile: the listing of every record file of a store in id byte order,
+ * kept compactly (the names in one arena, no allocation per file), so a
+ * stream or an export costs about 50 bytes per record while it is open
+ * instead of two strings each. A record file itself is read with
+ * fsx_read_all_stat (open, fstat, read, close). */
 #ifndef STORH_RECFILE_H
 #define STORH_RECFILE_H
 
@@ -13,12 +12,6 @@
 
 #include "buf.h"
 #include "storh_err.h"
-
-/* Appends the whole file to out (NUL-terminated past len) and fills st
- * with the fstat of the descriptor the bytes came from, taken before they
- * were read (so a cache entry never claims a newer state than its bytes).
- * STORH_ENOTFOUND when the file is absent. */
-int recfile_read(const char *path, buf *out, struct stat *st, storh_err *err);
 
 typedef struct recfile_ent {
     uint32_t key;   /* arena offset of the basename without .jsonc */
