@@ -255,7 +255,8 @@ static bool still_valid(rcache *c, const node *n, const char *path)
 rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_t **data,
                               rcache_blob **blob)
 {
-    *blob = NULL;
+    if (blob)
+        *blob = NULL;
     pthread_mutex_lock(&c->mu);
     node *n = find(c, id);
     rcache_result r = RCACHE_MISS;
@@ -271,7 +272,7 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
         }
         pthread_mutex_unlock(&gmu);
         r = n->data ? RCACHE_HIT : RCACHE_HIT_ABSENT;
-        if (n->blob) {
+        if (blob && n->blob) {
             atomic_fetch_add_explicit(&n->blob->refs, 1, memory_order_relaxed);
             *blob = n->blob;
         } else if (n->data) {
@@ -291,29 +292,7 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
 
 rcache_result rcache_get(rcache *c, const char *id, const char *path, json_t **data)
 {
-    pthread_mutex_lock(&c->mu);
-    node *n = find(c, id);
-    rcache_result r = RCACHE_MISS;
-    if (n && still_valid(c, n, path)) {
-        unlink_node(c, n);
-        push_front(c, n);
-        pthread_mutex_lock(&gmu);
-        gunlink(n);
-        glink_front(n);
-        pthread_mutex_unlock(&gmu);
-        r = n->data ? RCACHE_HIT : RCACHE_HIT_ABSENT;
-        if (n->data)
-            *data = json_incref(n->data);
-        c->hits++;
-        atomic_fetch_add(&total_hits, 1);
-    } else {
-        if (n)
-            drop(c, n);
-        c->misses++;
-        atomic_fetch_add(&total_misses, 1);
-    }
-    pthread_mutex_unlock(&c->mu);
-    return r;
+    return rcache_get_blob(c, id, path, data, NULL);
 }
 
 void rcache_etag_of(const char *bytes, size_t len, char out[20])

@@ -54,7 +54,8 @@ rcache_blob *rcache_blob_new(const char *bytes, size_t len);
 /* Drops one reference (NULL is fine); takes void * to be a free callback. */
 void rcache_blob_release(void *blob);
 /* rcache_get, and when the entry holds its answer bytes *blob is a new
- * reference to them and *data is left alone; else *blob is NULL. */
+ * reference to them and *data is left alone; else *blob is NULL. With
+ * blob NULL it is rcache_get. */
 rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_t **data,
                               rcache_blob **blob);
 /* Gives blob (a reference of its own) to the entry of id if that entry
