@@ -24,17 +24,24 @@ void http_set_resp(http_req *req, int status, struct MHD_Response *r)
     req->status = status;
 }
 
+/* r, with its Content-Type, as the request's reply of len body bytes. */
+static int reply_with(http_req *req, int status, const char *ctype, struct MHD_Response *r,
+                      size_t len)
+{
+    if (ctype)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    http_set_resp(req, status, r);
+    req->bytes_out = len;
+    return 0;
+}
+
 int http_reply_bytes(http_req *req, int status, const char *ctype, const char *data, size_t len)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
     if (!r)
         return -1;
-    if (ctype)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    http_set_resp(req, status, r);
-    req->bytes_out = len;
-    return 0;
+    return reply_with(req, status, ctype, r, len);
 }
 
 int http_reply_take(http_req *req, int status, const char *ctype, char *data, size_t len)
@@ -44,11 +51,7 @@ int http_reply_take(http_req *req, int status, const char *ctype, char *data, si
         free(data);
         return -1;
     }
-    if (ctype)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    http_set_resp(req, status, r);
-    req->bytes_out = len;
-    return 0;
+    return reply_with(req, status, ctype, r, len);
 }
 
 int http_reply_held(http_req *req, int status, const char *ctype, const char *data, size_t len,
@@ -60,11 +63,7 @@ int http_reply_held(http_req *req, int status, const char *ctype, const char *da
         release(cls);
         return -1;
     }
-    if (ctype)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    http_set_resp(req, status, r);
-    req->bytes_out = len;
-    return 0;
+    return reply_with(req, status, ctype, r, len);
 }
 
 int http_reply_empty(http_req *req, int status)
