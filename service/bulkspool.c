@@ -57,6 +57,15 @@ int bulkspool_write(bulkspool *sp, const char *data, size_t len, storh_err *err)
     return sp->pending.len >= SPOOL_BLOCK ? flush_pending(sp, err) : 0;
 }
 
+int bulkspool_feed(bulkspool *sp, ndjson_lines *l, http_req *req, const char *data, size_t len)
+{
+    int rc = ndjson_lines_feed(l, req, data, len);
+    storh_err err;
+    if (!rc && bulkspool_active(sp) && data && bulkspool_write(sp, data, len, &err))
+        rc = http_fail_storh(req, &err);
+    return rc;
+}
+
 int bulkspool_replay(bulkspool *sp, ndjson_lines *l, http_req *req)
 {
     storh_err err;

@@ -9,6 +9,7 @@
 #ifndef STORHD_BULKSPOOL_H
 #define STORHD_BULKSPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
@@ -26,6 +27,14 @@ typedef struct bulkspool {
 int bulkspool_open(bulkspool *sp, const char *dir, storh_err *err);
 /* Appends a chunk of the body as received. */
 int bulkspool_write(bulkspool *sp, const char *data, size_t len, storh_err *err);
+/* Whether the spool is open: the target did not exist when the bulk began. */
+static inline bool bulkspool_active(const bulkspool *sp)
+{
+    return sp->fd >= 0;
+}
+/* A chunk of the body (data == NULL: its end) fed to l and, while the
+ * spool is active, kept in it too. Non-zero when the request failed. */
+int bulkspool_feed(bulkspool *sp, ndjson_lines *l, http_req *req, const char *data, size_t len);
 /* Feeds the whole body, from its first byte, to l (and its end, data ==
  * NULL). Returns what the feed returned (non-zero: a row failed the request)
  * or, on a read error, fails the request with 500 and returns non-zero. */

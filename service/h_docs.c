@@ -243,8 +243,7 @@ typedef struct bulk_state {
     docstore_stage *st;
     ndjson_lines lines;
     bool import;
-    bool pending; /* the collection does not exist yet: the body is checked and spooled */
-    bulkspool spool;
+    bulkspool spool; /* active: the collection did not exist, the body is checked and spooled */
 } bulk_state;
 
 static void bulk_free(void *p)
@@ -317,7 +316,6 @@ int h_docs_bulk_begin(http_req *req)
     size_t max = http_service(req)->cfg.max_body;
     storh_err err;
     if (!docstore_exists(ds)) { /* created at the end, so a refused bulk creates nothing */
-        b->pending = true;
         ndjson_lines_init(&b->lines, max, bulk_check_row, b);
         if (bulkspool_open(&b->spool, http_service(req)->cfg.root, &err))
             return http_fail_storh(req, &err);
@@ -332,11 +330,7 @@ int h_docs_bulk_begin(http_req *req)
 int h_docs_bulk_body(http_req *req, const char *data, size_t len)
 {
     bulk_state *b = http_state(req);
-    int rc = ndjson_lines_feed(&b->lines, req, data, len);
-    storh_err err;
-    if (!rc && b->pending && data && bulkspool_write(&b->spool, data, len, &err))
-        rc = http_fail_storh(req, &err);
-    return rc;
+    return bulkspool_feed(&b->spool, &b->lines, req, data, len);
 }
 
 /* The body of a new collection's bulk, checked whole: staged now through
@@ -357,7 +351,7 @@ static int bulk_stage_pending(http_req *req, bulk_state *b)
 int h_docs_bulk_end(http_req *req)
 {
     bulk_state *b = http_state(req);
-    if (b->pending && bulk_stage_pending(req, b))
+    if (bulkspool_active(&b->spool) && bulk_stage_pending(req, b))
         return 0;
     size_t written = 0, staged = docstore_stage_count(b->st);
     storh_err err;

@@ -279,8 +279,7 @@ int h_logs_repair(http_req *req)
 typedef struct bulk_state {
     ndjson_lines lines;
     seglog_batch *b;
-    bool pending; /* the stream does not exist yet: the body is checked and spooled */
-    bulkspool spool;
+    bulkspool spool; /* active: the stream did not exist, the body is checked and spooled */
 } bulk_state;
 
 static void bulk_free(void *p)
@@ -346,7 +345,6 @@ int h_logs_bulk_begin(http_req *req)
     if (log_open(req, -1, false, &s, &err)) {
         if (err.code != STORH_ENOTFOUND)
             return http_fail_storh(req, &err);
-        b->pending = true;
         ndjson_lines_init(&b->lines, max, bulk_check_row, b);
         if (bulkspool_open(&b->spool, http_service(req)->cfg.root, &err))
             return http_fail_storh(req, &err);
@@ -361,11 +359,7 @@ int h_logs_bulk_begin(http_req *req)
 int h_logs_bulk_body(http_req *req, const char *data, size_t len)
 {
     bulk_state *b = http_state(req);
-    int rc = ndjson_lines_feed(&b->lines, req, data, len);
-    storh_err err;
-    if (!rc && b->pending && data && bulkspool_write(&b->spool, data, len, &err))
-        rc = http_fail_storh(req, &err);
-    return rc;
+    return bulkspool_feed(&b->spool, &b->lines, req, data, len);
 }
 
 /* The body of a new stream's bulk, checked whole: the stream is created now
@@ -386,7 +380,7 @@ static int bulk_publish_pending(http_req *req, bulk_state *b)
 int h_logs_bulk_end(http_req *req)
 {
     bulk_state *b = http_state(req);
-    if (b->pending && bulk_publish_pending(req, b))
+    if (bulkspool_active(&b->spool) && bulk_publish_pending(req, b))
         return 0;
     size_t written = 0, staged = seglog_batch_count(b->b);
     storh_err err;
