@@ -1,0 +1,596 @@
+#include "recpred.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "reccanon.h"
+#include "sjson.h"
+
+#define MAX_FIELDS 16
+
+/* A field the conditions read: its key as the encoder writes it (quotes
+ * included) and as it is. */
+typedef struct pfield {
+    char *enc, *raw;
+    size_t enclen, rawlen;
+    bool is_id; /* "id" in a query: the record's id when one is given */
+} pfield;
+
+/* An operand: its canonical encoding, the type rank of its first byte
+ * (query_compare's order of scalar types; -1 for containers) and, for an
+ * integer, its value. */
+typedef struct pval {
+    char *p;
+    size_t n;
+    int rank;
+    long long i;
+} pval;
+
+typedef struct pcond {
+    size_t field;
+    qop op;
+    pval *v; /* eq/neq/gt..lte/prefix: one; in/notIn: the list; between: two */
+    size_t nv;
+} pcond;
+
+struct recpred {
+    pfield f[MAX_FIELDS];
+    size_t nf;
+    pcond *c;     /* every group's conditions, one group after the other */
+    size_t *gend; /* where each group's conditions end in c */
+    size_t ng;
+    bool has_id; /* some field is the record's id */
+    bool eq1;    /* one equality on one data field: eq1_match */
+};
+
+typedef struct span {
+    const char *p;
+    size_t n;
+} span;
+
+/* ---- compiling ---- */
+
+static bool has_real(const json_t *v)
+{
+    size_t i;
+    const char *k;
+    json_t *e;
+    switch (json_typeof(v)) {
+    case JSON_REAL:
+        return true;
+    case JSON_ARRAY:
+        json_array_foreach ((json_t *)v, i, e)
+            if (has_real(e))
+                return true;
+        return false;
+    case JSON_OBJECT:
+        json_object_foreach ((json_t *)v, k, e)
+            if (has_real(e))
+                return true;
+        return false;
+    default:
+        return false;
+    }
+}
+
+static int rank_of(char c)
+{
+    switch (c) {
+    case '"':
+        return 0;
+    case 'f':
+        return 2;
+    case 'n':
+        return 3;
+    case 't':
+        return 4;
+    case '[':
+    case '{':
+        return -1;
+    default:
+        return 1; /* a digit or '-' */
+    }
+}
+
+/* An integer's canonical digits (at most 18, so no overflow); false for a
+ * float or anything longer. */
+static bool int_of(const char *p, size_t n, long long *out)
+{
+    size_t i = 0;
+    bool neg = n > 0 && p[0] == '-';
+    if (neg)
+        i = 1;
+    if (i == n || n - i > 18)
+        return false;
+    long long v = 0;
+    for (; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = neg ? -v : v;
+    return true;
+}
+
+static bool val_init(pval *pv, const json_t *v)
+{
+    if (!v || has_real(v))
+        return false; /* -0.0 === 0.0 in PHP though their encodings differ */
+    buf b = BUF_INIT;
+    if (sjson_encode(&b, v, 0, NULL) != 0 || buf_failed(&b) || b.len == 0) {
+        buf_free(&b);
+        return false;
+    }
+    pv->p = b.data; /* the buffer is taken over */
+    pv->n = b.len;
+    pv->rank = rank_of(b.data[0]);
+    pv->i = 0;
+    if (pv->rank == 1 && !int_of(pv->p, pv->n, &pv->i))
+        pv->rank = -2; /* a 19-digit integer: compares are left to the tree */
+    return true;
+}
+
+static int field_index(recpred *p, const char *name, bool id_special)
+{
+    for (size_t i = 0; i < p->nf; i++)
+        if (!strcmp(p->f[i].raw, name))
+            return (int)i;
+    if (p->nf == MAX_FIELDS || sjson_is_int_key(name, strlen(name)))
+        return -1; /* PHP's integer keys: lists and maps meet there */
+    pfield *f = &p->f[p->nf];
+    buf b = BUF_INIT;
+    sjson_encode_string(&b, name, strlen(name));
+    if (buf_failed(&b) || !(f->raw = strdup(name))) {
+        buf_free(&b);
+        return -1;
+    }
+    f->enc = b.data;
+    f->enclen = b.len;
+    f->rawlen = strlen(name);
+    f->is_id = id_special && !strcmp(name, "id");
+    p->has_id = p->has_id || f->is_id;
+    return (int)p->nf++;
+}
+
+static bool cond_init(recpred *p, pcond *pc, const qcond *c, bool id_special)
+{
+    int fi = field_index(p, c->field, id_special);
+    if (fi < 0)
+        return false;
+    pc->field = (size_t)fi;
+    pc->op = c->op;
+    size_t nv = 1;
+    switch (c->op) {
+    case QOP_EXISTS:
+    case QOP_MISSING:
+        return true;
+    case QOP_IN:
+    case QOP_NOTIN:
+        if (!json_is_array(c->value))
+            return false;
+        nv = json_array_size(c->value);
+        break;
+    case QOP_BETWEEN:
+        if (!json_is_array(c->value) || json_array_size(c->value) != 2)
+            return false;
+        nv = 2;
+        break;
+    case QOP_PREFIX:
+        if (!json_is_string(c->value))
+            return false;
+        break;
+    default:
+        break;
+    }
+    if (!(pc->v = calloc(nv ? nv : 1, sizeof *pc->v)))
+        return false;
+    for (size_t i = 0; i < nv; i++) {
+        const json_t *v = c->op == QOP_IN || c->op == QOP_NOTIN || c->op == QOP_BETWEEN
+                              ? json_array_get(c->value, i)
+                              : c->value;
+        if (!val_init(&pc->v[i], v))
+            return false;
+        pc->nv++;
+    }
+    /* a prefix with escapes in it would need the value unescaped */
+    if (c->op == QOP_PREFIX && memchr(pc->v[0].p, '\\', pc->v[0].n))
+        return false;
+    return true;
+}
+
+void recpred_free(recpred *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nf; i++) {
+        free(p->f[i].enc);
+        free(p->f[i].raw);
+    }
+    size_t nc = p->ng ? p->gend[p->ng - 1] : 0;
+    for (size_t i = 0; p->c && i < nc; i++) {
+        for (size_t j = 0; j < p->c[i].nv; j++)
+            free(p->c[i].v[j].p);
+        free(p->c[i].v);
+    }
+    free(p->c);
+    free(p->gend);
+    free(p);
+}
+
+recpred *recpred_from_query(const query *q)
+{
+    if (!q || q->ngroups == 0)
+        return NULL;
+    size_t nc = 0;
+    for (size_t g = 0; g < q->ngroups; g++)
+        nc += q->groups[g].n;
+    recpred *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->c = calloc(nc ? nc : 1, sizeof *p->c);
+    p->gend = calloc(q->ngroups, sizeof *p->gend);
+    if (!p->c || !p->gend) {
+        recpred_free(p);
+        return NULL;
+    }
+    size_t k = 0;
+    for (size_t g = 0; g < q->ngroups; g++) {
+        for (size_t i = 0; i < q->groups[g].n; i++) {
+            bool ok = cond_init(p, &p->c[k], &q->groups[g].c[i], true);
+            k++;
+            p->gend[g] = k; /* what was set up so far is freed on failure */
+            p->ng = g + 1;
+            if (!ok) {
+                recpred_free(p);
+                return NULL;
+            }
+        }
+        p->gend[g] = k;
+        p->ng = g + 1;
+    }
+    p->eq1 = p->ng == 1 && p->gend[0] == 1 && p->c[0].op == QOP_EQ && !p->has_id;
+    return p;
+}
+
+recpred *recpred_from_recquery(const recquery *q)
+{
+    size_t n = q ? json_object_size(q->where) : 0;
+    if (n == 0)
+        return NULL;
+    recpred *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->c = calloc(n, sizeof *p->c);
+    p->gend = calloc(1, sizeof *p->gend);
+    if (!p->c || !p->gend) {
+        recpred_free(p);
+        return NULL;
+    }
+    p->ng = 1;
+    const char *key;
+    json_t *want;
+    json_object_foreach (q->where, key, want) {
+        qcond c = {(char *)key, QOP_EQ, want};
+        bool ok = cond_init(p, &p->c[p->gend[0]], &c, false);
+        p->gend[0]++;
+        if (!ok) {
+            recpred_free(p);
+            return NULL;
+        }
+    }
+    p->eq1 = p->gend[0] == 1;
+    return p;
+}
+
+/* ---- deciding ---- */
+
+/* memcmp(a, b, n) == 0 inlined for the short keys and values of records:
+ * overlapping word loads instead of a call. */
+static inline bool eqn(const char *a, const char *b, size_t n)
+{
+    uint64_t x, y;
+    uint32_t u, v;
+    if (n >= 8) {
+        size_t i = 0;
+        for (; i + 8 < n; i += 8) {
+            memcpy(&x, a + i, 8);
+            memcpy(&y, b + i, 8);
+            if (x != y)
+                return false;
+        }
+        memcpy(&x, a + n - 8, 8);
+        memcpy(&y, b + n - 8, 8);
+        return x == y;
+    }
+    if (n >= 4) {
+        memcpy(&u, a, 4);
+        memcpy(&v, b, 4);
+        if (u != v)
+            return false;
+        memcpy(&u, a + n - 4, 4);
+        memcpy(&v, b + n - 4, 4);
+        return u == v;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+/* Past the string literal at q (canonical: its escapes are complete). */
+static const char *skip_string(const char *q, const char *e)
+{
+    for (q++; q < e; q++) {
+        if (*q == '"')
+            return q + 1;
+        if (*q == '\\')
+            q++;
+    }
+    return NULL;
+}
+
+static const char *skip_value(const char *q, const char *e)
+{
+    if (*q == '"')
+        return skip_string(q, e);
+    if (*q == '{' || *q == '[') {
+        int depth = 0;
+        while (q < e) {
+            char c = *q;
+            if (c == '"') {
+                if (!(q = skip_string(q, e)))
+                    return NULL;
+                continue;
+            }
+            if (c == '{' || c == '[')
+                depth++;
+            else if ((c == '}' || c == ']') && --depth == 0)
+                return q + 1;
+            q++;
+        }
+        return NULL;
+    }
+    while (q < e && *q != ',' && *q != '}' && *q != ']')
+        q++;
+    return q;
+}
+
+/* The values of p's fields in canonical data (p stays NULL for a missing
+ * one); false when the bytes are not shaped as canonical data. */
+static bool collect(const recpred *p, bool skip_id, const char *s, size_t len, span *vals)
+{
+    const char *q = s, *e = s + len;
+    if (len < 2)
+        return false;
+    if (*q == '[')
+        return true; /* a list: no field */
+    if (*q != '{' || e[-1] != '}')
+        return false;
+    size_t need = p->nf - (skip_id ? 1 : 0), found = 0;
+    if (need == 0)
+        return true;
+    q++;
+    while (q < e && *q == '"') {
+        const char *k = q, *v = NULL;
+        for (size_t i = 0; i < p->nf; i++) {
+            const pfield *f = &p->f[i];
+            /* enc is a whole literal, so matching it at k means the key is it */
+            if ((size_t)(e - k) > f->enclen && k[f->enclen] == ':' && eqn(k, f->enc, f->enclen) &&
+                !(skip_id && f->is_id)) {
+                v = k + f->enclen + 1;
+                q = skip_value(v, e);
+                if (!q || q >= e)
+                    return false;
+                if (!vals[i].p) {
+                    vals[i] = (span){v, (size_t)(q - v)};
+                    if (++found == need)
+                        return true;
+                }
+                break;
+            }
+        }
+        if (!v) {
+            if (!(q = skip_string(k, e)) || q >= e || *q != ':' || ++q >= e ||
+                !(q = skip_value(q, e)) || q >= e)
+                return false;
+        }
+        if (*q == '}')
+            return q + 1 == e;
+        if (*q != ',')
+            return false;
+        q++;
+    }
+    return false;
+}
+
+static int cmp_span(const char *a, size_t al, const char *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    if (c)
+        return c < 0 ? -1 : 1;
+    return al < bl ? -1 : al > bl;
+}
+
+/* query_compare(v, w)'s sign, or 2 when the bytes do not decide it. */
+static int compare(span v, const pval *w)
+{
+    int rv = rank_of(v.p[0]);
+    if (rv < 0 || w->rank < 0)
+        return 2;
+    if (rv != w->rank)
+        return rv < w->rank ? -1 : 1;
+    switch (rv) {
+    case 0:
+        if (memchr(v.p, '\\', v.n) || memchr(w->p, '\\', w->n))
+            return 2;
+        return cmp_span(v.p + 1, v.n - 2, w->p + 1, w->n - 2);
+    case 1: {
+        long long x;
+        if (!int_of(v.p, v.n, &x))
+            return 2; /* a float */
+        return x < w->i ? -1 : x > w->i;
+    }
+    default: /* false, null, true: one value each */
+        return 0;
+    }
+}
+
+static bool same(span v, const pval *w)
+{
+    return v.n == w->n && eqn(v.p, w->p, v.n);
+}
+
+/* c on its field's value v (v.p NULL: missing): 1, 0, or -1 when unsure. */
+static int cond(const pcond *c, span v)
+{
+    bool exists = v.p != NULL;
+    int x, y;
+    switch (c->op) {
+    case QOP_EQ:
+        return exists && same(v, &c->v[0]);
+    case QOP_NEQ:
+        return !exists || !same(v, &c->v[0]);
+    case QOP_IN:
+    case QOP_NOTIN: {
+        bool any = false;
+        for (size_t i = 0; exists && !any && i < c->nv; i++)
+            any = same(v, &c->v[i]);
+        return c->op == QOP_IN ? exists && any : !exists || !any;
+    }
+    case QOP_EXISTS:
+        return exists;
+    case QOP_MISSING:
+        return !exists;
+    case QOP_PREFIX: {
+        size_t pl = c->v[0].n - 2; /* no escapes in it: its bytes as they are */
+        return exists && v.p[0] == '"' && v.n - 2 >= pl && !memcmp(v.p + 1, c->v[0].p + 1, pl);
+    }
+    default:
+        break;
+    }
+    if (!exists)
+        return 0;
+    if ((x = compare(v, &c->v[0])) == 2)
+        return -1;
+    switch (c->op) {
+    case QOP_GT:
+        return x > 0;
+    case QOP_GTE:
+        return x >= 0;
+    case QOP_LT:
+        return x < 0;
+    case QOP_LTE:
+        return x <= 0;
+    default: /* between */
+        if (x < 0)
+            return 0;
+        if ((y = compare(v, &c->v[1])) == 2)
+            return -1;
+        return y <= 0;
+    }
+}
+
+static int decide(const recpred *p, const span *vals)
+{
+    bool unsure = false;
+    size_t i = 0;
+    for (size_t g = 0; g < p->ng; g++) {
+        int all = 1;
+        for (; i < p->gend[g]; i++) {
+            int r = cond(&p->c[i], vals[p->c[i].field]);
+            if (r == 0) {
+                all = 0;
+                break;
+            }
+            if (r < 0)
+                all = -1;
+        }
+        i = p->gend[g];
+        if (all == 1)
+            return RECPRED_YES;
+        if (all < 0)
+            unsure = true;
+    }
+    return unsure ? RECPRED_UNSURE : RECPRED_NO;
+}
+
+/* The record's id as the value of "id": false when it would need escapes. */
+static bool id_value(const recpred *p, const char *id, span *vals, char *tmp, size_t cap)
+{
+    size_t n = strlen(id);
+    if (n + 2 > cap || strpbrk(id, "\"\\"))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)id[i] < 0x20)
+            return false;
+    tmp[0] = '"';
+    memcpy(tmp + 1, id, n);
+    tmp[n + 1] = '"';
+    for (size_t i = 0; i < p->nf; i++)
+        if (p->f[i].is_id)
+            vals[i] = (span){tmp, n + 2};
+    return true;
+}
+
+/* The common filter, one field equal to one value: the first member whose
+ * key is the field's decides, without collecting anything. */
+static int eq1_match(const recpred *p, const char *s, size_t len)
+{
+    const pfield *f = &p->f[0];
+    const pval *w = &p->c[0].v[0];
+    const char *q = s, *e = s + len;
+    if (len < 2)
+        return RECPRED_UNSURE;
+    if (*q == '[')
+        return RECPRED_NO; /* a list: no field */
+    if (*q != '{' || e[-1] != '}')
+        return RECPRED_UNSURE;
+    q++;
+    while (q < e && *q == '"') {
+        /* enc is a whole literal, so matching it at q means the key is it;
+         * w is a whole value, so matching it at v means the value is it */
+        if ((size_t)(e - q) > f->enclen && q[f->enclen] == ':' && eqn(q, f->enc, f->enclen)) {
+            const char *v = q + f->enclen + 1;
+            return (size_t)(e - v) > w->n && eqn(v, w->p, w->n) &&
+                           (v[w->n] == ',' || v[w->n] == '}')
+                       ? RECPRED_YES
+                       : RECPRED_NO;
+        }
+        if (!(q = skip_string(q, e)) || q >= e || *q != ':' || ++q >= e ||
+            !(q = skip_value(q, e)) || q >= e)
+            return RECPRED_UNSURE;
+        if (*q == '}')
+            return q + 1 == e ? RECPRED_NO : RECPRED_UNSURE;
+        if (*q != ',')
+            return RECPRED_UNSURE;
+        q++;
+    }
+    return RECPRED_UNSURE;
+}
+
+int recpred_match_data(const recpred *p, const char *id, const char *data, size_t len)
+{
+    if (p->eq1)
+        return eq1_match(p, data, len);
+    span vals[MAX_FIELDS];
+    memset(vals, 0, p->nf * sizeof *vals);
+    char idq[72];
+    bool by_id = id && p->has_id;
+    if (!collect(p, by_id, data, len, vals))
+        return RECPRED_UNSURE;
+    if (by_id && !id_value(p, id, vals, idq, sizeof idq))
+        return RECPRED_UNSURE;
+    return decide(p, vals);
+}
+
+int recpred_match_record(const recpred *p, const char *id, const char *bytes, size_t len)
+{
+    /* one pass to know the bytes are the encoder's, one to decide on them */
+    size_t at = 7 + strlen(id) + 9; /* {"id":"<id>","data": */
+    if (!reccanon_is_canonical(bytes, len, id))
+        return RECPRED_UNSURE;
+    return recpred_match_data(p, id, bytes + at, len - at - 2);
+}
