@@ -29,7 +29,11 @@ typedef struct cmp_row {
 /* The mapping. storhd's harness times the same work under these names
  * (storh's row, call counts, what is inside the clock); notes say where not. */
 static const cmp_row rows[] = {
-    {"filter.record_equal", "filter.rows", CLS_CPU, OPS_N, NULL, NULL},
+    {"filter.record_equal", "filter.rows", CLS_CPU, OPS_N, NULL,
+     "storh's rows are PHP arrays, storhd's canonical record bytes (filter.rows_tree: jansson "
+     "trees)"},
+    {"filter.record_range", "filter.record_range", CLS_CPU, OPS_N, NULL, NULL},
+    {"filter.condition_equal", "filter.condition_equal", CLS_CPU, OPS_N, NULL, NULL},
     {"doc.index_build", "doc.index_build", CLS_CPU, OPS_N_LESS100, NULL,
      "storhd builds over N records, storh over N-100"},
     {"doc.indexed", "doc.query_eq_limit100", CLS_CPU, OPS_ONE, NULL,
