@@ -586,11 +586,16 @@ int recpred_match_data(const recpred *p, const char *id, const char *data, size_
     return decide(p, vals);
 }
 
+int recpred_match_canonical(const recpred *p, const char *id, const char *bytes, size_t len)
+{
+    size_t at = 7 + strlen(id) + 9; /* {"id":"<id>","data": */
+    return recpred_match_data(p, id, bytes + at, len - at - 2);
+}
+
 int recpred_match_record(const recpred *p, const char *id, const char *bytes, size_t len)
 {
     /* one pass to know the bytes are the encoder's, one to decide on them */
-    size_t at = 7 + strlen(id) + 9; /* {"id":"<id>","data": */
     if (!reccanon_is_canonical(bytes, len, id))
         return RECPRED_UNSURE;
-    return recpred_match_data(p, id, bytes + at, len - at - 2);
+    return recpred_match_canonical(p, id, bytes, len);
 }

@@ -41,4 +41,8 @@ int recpred_match_data(const recpred *p, const char *id, const char *data, size_
  * canonical for id (a valid UUIDv7): RECPRED_UNSURE when they are not. */
 int recpred_match_record(const recpred *p, const char *id, const char *bytes, size_t len);
 
+/* As recpred_match_record for bytes reccanon_is_canonical accepted already
+ * (the caller checked them for its own use). */
+int recpred_match_canonical(const recpred *p, const char *id, const char *bytes, size_t len);
+
 #endif
