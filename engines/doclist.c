@@ -17,6 +17,7 @@
 #include "fsx.h"
 #include "reccanon.h"
 #include "recfile.h"
+#include "recpred.h"
 
 struct docstore_iter {
     docstore *ds;
@@ -26,6 +27,8 @@ struct docstore_iter {
     buf raw;
     const char *const *fields; /* docstore_iter_fields */
     size_t nfields;
+    recpred *where;     /* q's field equalities on canonical bytes, if they compile */
+    const recpred *pre; /* docstore_iter_prefilter */
 };
 
 int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, storh_err *err)
@@ -35,6 +38,7 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
         return storh_err_oom(err);
     it->ds = ds;
     it->q = q;
+    it->where = recpred_from_recquery(q);
     char data[PATH_MAX];
     if (fsx_pathf(data, NULL, "%s/data", ds->dir) != 0 || recfile_list_open(data, &it->l) != 0) {
         int e = errno;
@@ -45,12 +49,27 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
     return 0;
 }
 
+/* What the compiled filters say of a canonical record: NO skips it; YES
+ * when the query's field equalities hold (or it has none). */
+static int bytes_verdict(const docstore_iter *it, const char *key)
+{
+    bool wheres = it->q && it->q->where && json_object_size(it->q->where) > 0;
+    int w = !wheres     ? RECPRED_YES
+            : it->where ? recpred_match_canonical(it->where, key, it->raw.data, it->raw.len)
+                        : RECPRED_UNSURE;
+    if (w == RECPRED_NO || !it->pre)
+        return w;
+    return recpred_match_canonical(it->pre, key, it->raw.data, it->raw.len) == RECPRED_NO
+               ? RECPRED_NO
+               : w;
+}
+
 /* raw non-NULL: the file's bytes may be handed out as they are (when they
- * are canonical and the query needs no data); *data is then NULL. */
+ * are canonical and the query needs no more of them than the bytes tell);
+ * *data is then NULL. */
 static int iter_step(docstore_iter *it, const char **id, json_t **data, const char **raw,
                      size_t *rawlen, storh_err *err)
 {
-    bool bytes_ok = raw && (!it->q || !it->q->where || json_object_size(it->q->where) == 0);
     while (it->pos < it->l.n) {
         if (it->q && it->q->limit && it->emitted >= it->q->limit)
             return 0;
@@ -70,8 +89,13 @@ static int iter_step(docstore_iter *it, const char **id, json_t **data, const ch
         if (rc)
             return rc;
         estats_add(ESTAT_DOC_SCAN, 1);
-        if (bytes_ok && it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN) &&
-            reccanon_is_canonical(it->raw.data, it->raw.len, key)) {
+        int v = RECPRED_UNSURE;
+        if ((raw || it->where || it->pre) && it->l.e[i].klen == UUID7_LEN &&
+            uuid7_is_valid(key, UUID7_LEN) && reccanon_is_canonical(it->raw.data, it->raw.len, key))
+            v = bytes_verdict(it, key);
+        if (v == RECPRED_NO)
+            continue;
+        if (raw && v == RECPRED_YES) {
             it->emitted++;
             *raw = it->raw.data;
             *rawlen = it->raw.len;
@@ -94,6 +118,11 @@ static int iter_step(docstore_iter *it, const char **id, json_t **data, const ch
         return 1;
     }
     return 0;
+}
+
+void docstore_iter_prefilter(docstore_iter *it, const recpred *p)
+{
+    it->pre = p;
 }
 
 void docstore_iter_fields(docstore_iter *it, const char *const *fields, size_t n)
@@ -119,6 +148,7 @@ void docstore_iter_close(docstore_iter *it)
         return;
     recfile_list_free(&it->l);
     buf_free(&it->raw);
+    recpred_free(it->where);
     free(it);
 }
 

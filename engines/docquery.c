@@ -10,6 +10,7 @@
 #include "docstore.h"
 #include "docstore_int.h"
 #include "query.h"
+#include "recpred.h"
 
 static bool id_lookup(const qcond *c)
 {
@@ -192,7 +193,10 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
         if (q->has_cursor)
             recquery_after(&rq, q->cursor, UUID7_LEN, NULL);
         docstore_iter *it = NULL;
+        recpred *pre = recpred_from_query(q); /* rows it rejects are not decoded */
         rc = docstore_iter_open(ds, &rq, &it, err);
+        if (!rc)
+            docstore_iter_prefilter(it, pre);
         const char *id;
         json_t *data;
         while (!rc) {
@@ -211,6 +215,7 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
                 break;
         }
         docstore_iter_close(it);
+        recpred_free(pre);
         recquery_clear(&rq);
     }
     if (rc) {

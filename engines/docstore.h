@@ -98,6 +98,11 @@ int docstore_iter_next(docstore_iter *it, const char **id, json_t **data, storh_
 int docstore_iter_next_raw(docstore_iter *it, const char **id, const char **raw, size_t *len,
                            json_t **data, storh_err *err);
 void docstore_iter_close(docstore_iter *it);
+struct recpred;
+/* Records whose canonical bytes p (recpred_from_query; borrowed, may be
+ * NULL; must outlive the iterator) rejects are skipped without being
+ * decoded: the caller still decides on what it is given (query_match). */
+void docstore_iter_prefilter(docstore_iter *it, const struct recpred *p);
 
 /* Record files in the collection (a listing, nothing is read). */
 size_t docstore_count_files(docstore *ds);
