@@ -44,6 +44,11 @@ struct recpred {
     size_t ng;
     bool has_id; /* some field is the record's id */
     bool eq1;    /* one equality on one data field: eq1_match */
+    /* eq1's member as the encoder writes it, "key":value; the first bytes
+     * of "key": as a word and their mask, to pass other keys in one compare */
+    char *needle;
+    size_t nlen, klen1;
+    uint64_t kw, km;
 };
 
 typedef struct span {
@@ -217,7 +222,30 @@ void recpred_free(recpred *p)
     }
     free(p->c);
     free(p->gend);
+    free(p->needle);
     free(p);
+}
+
+static bool eq1_init(recpred *p)
+{
+    const pfield *f = &p->f[0];
+    const pval *w = &p->c[0].v[0];
+    p->klen1 = f->enclen + 1;
+    p->nlen = p->klen1 + w->n;
+    if (!(p->needle = malloc(p->nlen)))
+        return false;
+    memcpy(p->needle, f->enc, f->enclen);
+    p->needle[f->enclen] = ':';
+    memcpy(p->needle + p->klen1, w->p, w->n);
+    unsigned char m[8] = {0}, k[8] = {0};
+    for (size_t i = 0; i < 8 && i < p->klen1; i++) {
+        m[i] = 0xFF;
+        k[i] = (unsigned char)p->needle[i];
+    }
+    memcpy(&p->km, m, 8); /* loaded as the record's bytes will be */
+    memcpy(&p->kw, k, 8);
+    p->eq1 = true;
+    return true;
 }
 
 recpred *recpred_from_query(const query *q)
@@ -251,7 +279,10 @@ recpred *recpred_from_query(const query *q)
         p->gend[g] = k;
         p->ng = g + 1;
     }
-    p->eq1 = p->ng == 1 && p->gend[0] == 1 && p->c[0].op == QOP_EQ && !p->has_id;
+    if (p->ng == 1 && p->gend[0] == 1 && p->c[0].op == QOP_EQ && !p->has_id && !eq1_init(p)) {
+        recpred_free(p);
+        return NULL;
+    }
     return p;
 }
 
@@ -281,7 +312,10 @@ recpred *recpred_from_recquery(const recquery *q)
             return NULL;
         }
     }
-    p->eq1 = p->gend[0] == 1;
+    if (p->gend[0] == 1 && !eq1_init(p)) {
+        recpred_free(p);
+        return NULL;
+    }
     return p;
 }
 
@@ -320,14 +354,34 @@ static inline bool eqn(const char *a, const char *b, size_t n)
     return true;
 }
 
-/* Past the string literal at q (canonical: its escapes are complete). */
-static const char *skip_string(const char *q, const char *e)
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Past the string literal at q (canonical: its escapes are complete). On
+ * little-endian machines a word at a time while 8 bytes remain: the lowest
+ * high bit of the zero-byte masks of x ^ '"'... and x ^ '\\'... is the first
+ * quote or backslash. */
+__attribute__((always_inline)) static inline const char *skip_string(const char *q, const char *e)
 {
-    for (q++; q < e; q++) {
+    q++;
+    while (q < e) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (e - q >= 8) {
+            uint64_t x, a, b, m;
+            memcpy(&x, q, 8);
+            a = x ^ (ONES * '"');
+            b = x ^ (ONES * '\\');
+            m = ((a - ONES) & ~a & HIGHS) | ((b - ONES) & ~b & HIGHS);
+            if (!m) {
+                q += 8;
+                continue;
+            }
+            q += __builtin_ctzll(m) / 8;
+        }
+#endif
         if (*q == '"')
             return q + 1;
-        if (*q == '\\')
-            q++;
+        q += *q == '\\' ? 2 : 1;
     }
     return NULL;
 }
@@ -537,10 +591,9 @@ static bool id_value(const recpred *p, const char *id, span *vals, char *tmp, si
 
 /* The common filter, one field equal to one value: the first member whose
  * key is the field's decides, without collecting anything. */
-static int eq1_match(const recpred *p, const char *s, size_t len)
+__attribute__((always_inline)) static inline int eq1_match(const recpred *p, const char *s,
+                                                           size_t len)
 {
-    const pfield *f = &p->f[0];
-    const pval *w = &p->c[0].v[0];
     const char *q = s, *e = s + len;
     if (len < 2)
         return RECPRED_UNSURE;
@@ -550,17 +603,31 @@ static int eq1_match(const recpred *p, const char *s, size_t len)
         return RECPRED_UNSURE;
     q++;
     while (q < e && *q == '"') {
-        /* enc is a whole literal, so matching it at q means the key is it;
-         * w is a whole value, so matching it at v means the value is it */
-        if ((size_t)(e - q) > f->enclen && q[f->enclen] == ':' && eqn(q, f->enc, f->enclen)) {
-            const char *v = q + f->enclen + 1;
-            return (size_t)(e - v) > w->n && eqn(v, w->p, w->n) &&
-                           (v[w->n] == ',' || v[w->n] == '}')
+        /* the needle's key part is a whole literal and ':', so matching it
+         * at q means the key is the field; its value part is a whole value,
+         * so matching it after means the value is the operand. A key of up
+         * to 8 bytes with its ':' is one masked word compare. */
+        bool key;
+        if (e - q >= 8) {
+            uint64_t x;
+            memcpy(&x, q, 8);
+            key = (x & p->km) == p->kw &&
+                  (p->klen1 <= 8 || ((size_t)(e - q) > p->klen1 && eqn(q, p->needle, p->klen1)));
+        } else {
+            key = (size_t)(e - q) > p->klen1 && eqn(q, p->needle, p->klen1);
+        }
+        if (key) {
+            const char *v = q + p->klen1;
+            size_t wn = p->nlen - p->klen1;
+            return (size_t)(e - v) > wn && eqn(v, p->needle + p->klen1, wn) &&
+                           (v[wn] == ',' || v[wn] == '}')
                        ? RECPRED_YES
                        : RECPRED_NO;
         }
-        if (!(q = skip_string(q, e)) || q >= e || *q != ':' || ++q >= e ||
-            !(q = skip_value(q, e)) || q >= e)
+        if (!(q = skip_string(q, e)) || q >= e || *q != ':' || ++q >= e)
+            return RECPRED_UNSURE;
+        q = *q == '"' ? skip_string(q, e) : skip_value(q, e);
+        if (!q || q >= e)
             return RECPRED_UNSURE;
         if (*q == '}')
             return q + 1 == e ? RECPRED_NO : RECPRED_UNSURE;
@@ -571,10 +638,10 @@ static int eq1_match(const recpred *p, const char *s, size_t len)
     return RECPRED_UNSURE;
 }
 
-int recpred_match_data(const recpred *p, const char *id, const char *data, size_t len)
+/* Every other predicate: the fields' values collected in one scan, then
+ * the groups decided on them. */
+static int general_match(const recpred *p, const char *id, const char *data, size_t len)
 {
-    if (p->eq1)
-        return eq1_match(p, data, len);
     span vals[MAX_FIELDS];
     memset(vals, 0, p->nf * sizeof *vals);
     char idq[72];
@@ -584,6 +651,11 @@ int recpred_match_data(const recpred *p, const char *id, const char *data, size_
     if (by_id && !id_value(p, id, vals, idq, sizeof idq))
         return RECPRED_UNSURE;
     return decide(p, vals);
+}
+
+int recpred_match_data(const recpred *p, const char *id, const char *data, size_t len)
+{
+    return p->eq1 ? eq1_match(p, data, len) : general_match(p, id, data, len);
 }
 
 int recpred_match_canonical(const recpred *p, const char *id, const char *bytes, size_t len)

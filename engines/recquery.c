@@ -1,5 +1,6 @@
 #include "recquery.h"
 
+#include <stdint.h>
 #include <string.h>
 
 void recquery_init(recquery *q)
@@ -61,13 +62,34 @@ int recquery_limit(recquery *q, long long n, storh_err *err)
     return 0;
 }
 
+/* memcmp's sign for ids of n <= UUID7_LEN bytes: ids of one stream share
+ * their leading bytes, so a word at a time (big-endian, as memcmp orders)
+ * decides in two or three steps instead of a call. */
+static int id_cmp(const char *a, const char *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            x = __builtin_bswap64(x);
+            y = __builtin_bswap64(y);
+#endif
+            return x < y ? -1 : 1;
+        }
+    }
+    return memcmp(a + i, b + i, n - i);
+}
+
 bool recquery_match_id(const recquery *q, const char *id, size_t len)
 {
-    if (q->has_after && (len != UUID7_LEN || memcmp(id, q->after, UUID7_LEN) <= 0))
+    if (q->has_after && (len != UUID7_LEN || id_cmp(id, q->after, UUID7_LEN) <= 0))
         return false;
-    if (q->has_from && memcmp(id, q->min_id, len < UUID7_LEN ? len : UUID7_LEN) < 0)
+    if (q->has_from && id_cmp(id, q->min_id, len < UUID7_LEN ? len : UUID7_LEN) < 0)
         return false;
-    if (q->has_until && memcmp(id, q->max_id, len < UUID7_LEN ? len : UUID7_LEN) > 0)
+    if (q->has_until && id_cmp(id, q->max_id, len < UUID7_LEN ? len : UUID7_LEN) > 0)
         return false;
     return true;
 }
