@@ -4,6 +4,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "buf.h"
 #include "reccanon.h"
@@ -49,6 +52,11 @@ struct recpred {
     char *needle;
     size_t nlen, klen1;
     uint64_t kw, km;
+    /* the needle in two 16-byte lanes with the masks of its key, first and
+     * second lane's bytes (when it fits: n32ok) */
+    bool n32ok;
+    unsigned char n32[32];
+    unsigned kbits, nbits0, nbits1;
 };
 
 typedef struct span {
@@ -244,6 +252,13 @@ static bool eq1_init(recpred *p)
     }
     memcpy(&p->km, m, 8); /* loaded as the record's bytes will be */
     memcpy(&p->kw, k, 8);
+    p->n32ok = p->nlen <= 32 && p->klen1 <= 16;
+    if (p->n32ok) {
+        memcpy(p->n32, p->needle, p->nlen);
+        p->kbits = (1u << p->klen1) - 1;
+        p->nbits0 = p->nlen >= 16 ? 0xFFFFu : (1u << p->nlen) - 1;
+        p->nbits1 = p->nlen > 16 ? (1u << (p->nlen - 16)) - 1 : 0;
+    }
     p->eq1 = true;
     return true;
 }
@@ -589,10 +604,101 @@ static bool id_value(const recpred *p, const char *id, span *vals, char *tmp, si
     return true;
 }
 
+/* Past a member "key":value whose key and string or scalar value lie in
+ * the 16 bytes at q without an escape: its delimiter, found from the masks
+ * of quotes and delimiters in one load. NULL: take the long way. */
+static inline const char *skip_member16(const char *q, const char *e)
+{
+#if defined(__SSE2__)
+    if (e - q < 16)
+        return NULL;
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+    unsigned qm = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+    unsigned bm = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    qm &= qm - 1; /* past the key's opening quote */
+    if (!qm)
+        return NULL;
+    unsigned kc = (unsigned)__builtin_ctz(qm); /* the key's closing quote */
+    if (kc > 13 || q[kc + 1] != ':')
+        return NULL;
+    unsigned end;
+    char c = q[kc + 2];
+    if (c == '"') {
+        qm &= qm - 1; /* the value's opening quote */
+        qm &= qm - 1;
+        if (!qm)
+            return NULL;
+        end = (unsigned)__builtin_ctz(qm) + 1;
+    } else if (c == '{' || c == '[') {
+        return NULL;
+    } else { /* a number or a literal: up to the next ',' or '}' */
+        unsigned dm = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(',')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))));
+        dm &= ~((4u << kc) - 1);
+        if (!dm)
+            return NULL;
+        end = (unsigned)__builtin_ctz(dm);
+    }
+    if (bm & ((1u << end) - 1))
+        return NULL; /* an escape before it: the quotes are not what they seem */
+    return q + end;
+#else
+    (void)q;
+    (void)e;
+    return NULL;
+#endif
+}
+
+#define NOT_THE_KEY 2
+
+/* What the member at q says of eq1's needle: RECPRED_YES or RECPRED_NO when
+ * its key is the field, else NOT_THE_KEY. The needle's key part is a whole
+ * literal and ':', so matching it at q means the key is the field; its
+ * value part is a whole value, so matching it after means the value is the
+ * operand (the delimiter after it rules out a longer number). */
+static inline int member_verdict(const recpred *p, const char *q, const char *e)
+{
+#if defined(__SSE2__)
+    if (p->n32ok && e - q > 32) { /* two 16-byte lanes against the needle's */
+        unsigned m0 = (unsigned)_mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)q),
+                           _mm_loadu_si128((const __m128i *)(const void *)p->n32)));
+        if ((m0 & p->kbits) != p->kbits)
+            return NOT_THE_KEY;
+        unsigned m1 = 0;
+        if (p->nbits1)
+            m1 = (unsigned)_mm_movemask_epi8(
+                _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(q + 16)),
+                               _mm_loadu_si128((const __m128i *)(const void *)(p->n32 + 16))));
+        char d = q[p->nlen];
+        return (m0 & p->nbits0) == p->nbits0 && (m1 & p->nbits1) == p->nbits1 &&
+                       (d == ',' || d == '}')
+                   ? RECPRED_YES
+                   : RECPRED_NO;
+    }
+#endif
+    bool key;
+    if (e - q >= 8) { /* a key of up to 7 bytes and its ':': one masked word */
+        uint64_t x;
+        memcpy(&x, q, 8);
+        key = (x & p->km) == p->kw &&
+              (p->klen1 <= 8 || ((size_t)(e - q) > p->klen1 && eqn(q, p->needle, p->klen1)));
+    } else {
+        key = (size_t)(e - q) > p->klen1 && eqn(q, p->needle, p->klen1);
+    }
+    if (!key)
+        return NOT_THE_KEY;
+    const char *v = q + p->klen1;
+    size_t wn = p->nlen - p->klen1;
+    return (size_t)(e - v) > wn && eqn(v, p->needle + p->klen1, wn) &&
+                   (v[wn] == ',' || v[wn] == '}')
+               ? RECPRED_YES
+               : RECPRED_NO;
+}
+
 /* The common filter, one field equal to one value: the first member whose
  * key is the field's decides, without collecting anything. */
-__attribute__((always_inline)) static inline int eq1_match(const recpred *p, const char *s,
-                                                           size_t len)
+static int eq1_match(const recpred *p, const char *s, size_t len)
 {
     const char *q = s, *e = s + len;
     if (len < 2)
@@ -603,32 +709,19 @@ __attribute__((always_inline)) static inline int eq1_match(const recpred *p, con
         return RECPRED_UNSURE;
     q++;
     while (q < e && *q == '"') {
-        /* the needle's key part is a whole literal and ':', so matching it
-         * at q means the key is the field; its value part is a whole value,
-         * so matching it after means the value is the operand. A key of up
-         * to 8 bytes with its ':' is one masked word compare. */
-        bool key;
-        if (e - q >= 8) {
-            uint64_t x;
-            memcpy(&x, q, 8);
-            key = (x & p->km) == p->kw &&
-                  (p->klen1 <= 8 || ((size_t)(e - q) > p->klen1 && eqn(q, p->needle, p->klen1)));
+        int v = member_verdict(p, q, e);
+        if (v != NOT_THE_KEY)
+            return v;
+        const char *next = skip_member16(q, e);
+        if (next) {
+            q = next;
         } else {
-            key = (size_t)(e - q) > p->klen1 && eqn(q, p->needle, p->klen1);
+            if (!(q = skip_string(q, e)) || q >= e || *q != ':' || ++q >= e)
+                return RECPRED_UNSURE;
+            q = *q == '"' ? skip_string(q, e) : skip_value(q, e);
+            if (!q || q >= e)
+                return RECPRED_UNSURE;
         }
-        if (key) {
-            const char *v = q + p->klen1;
-            size_t wn = p->nlen - p->klen1;
-            return (size_t)(e - v) > wn && eqn(v, p->needle + p->klen1, wn) &&
-                           (v[wn] == ',' || v[wn] == '}')
-                       ? RECPRED_YES
-                       : RECPRED_NO;
-        }
-        if (!(q = skip_string(q, e)) || q >= e || *q != ':' || ++q >= e)
-            return RECPRED_UNSURE;
-        q = *q == '"' ? skip_string(q, e) : skip_value(q, e);
-        if (!q || q >= e)
-            return RECPRED_UNSURE;
         if (*q == '}')
             return q + 1 == e ? RECPRED_NO : RECPRED_UNSURE;
         if (*q != ',')

@@ -65,7 +65,7 @@ int recquery_limit(recquery *q, long long n, storh_err *err)
 /* memcmp's sign for ids of n <= UUID7_LEN bytes: ids of one stream share
  * their leading bytes, so a word at a time (big-endian, as memcmp orders)
  * decides in two or three steps instead of a call. */
-static int id_cmp(const char *a, const char *b, size_t n)
+__attribute__((always_inline)) static inline int id_cmp(const char *a, const char *b, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
