@@ -295,7 +295,7 @@ TEST(id_field)
         const char *op = ops[rnd(7)];
         json_t *v = NULL;
         if (!strcmp(op, "prefix"))
-            v = json_stringn(rnd(2) ? ID : "0190b", 1 + rnd(12));
+            v = json_stringn(rnd(2) ? ID : "0190b0f3-5c1e", 1 + rnd(12));
         else if (strcmp(op, "exists") && strcmp(op, "missing"))
             v = rnd(2) ? json_string(rnd(2) ? ID : "0190a0f3-5c1e-7a2b-8c3d-4e5f60718200")
                        : operand(data, "id", false);
