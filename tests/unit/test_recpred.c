@@ -430,6 +430,69 @@ TEST(what_is_not_compiled)
     CHECK(recpred_from_recquery(&rq) == NULL);
 }
 
+/* Records long enough for the word and 16-byte lane paths, with keys and
+ * values of every length around the lane sizes, escapes placed across the
+ * lanes, and operands one byte off the value (shorter, longer, last byte
+ * changed). */
+TEST(long_records_every_offset)
+{
+    static const char *const pieces[] = {"a", "\"", "\\", "\n", "é", "bb", "/"};
+    long decided = 0;
+    for (unsigned r = 0; r < 3000; r++) {
+        json_t *data = json_object();
+        char keys_used[6][48];
+        unsigned nk = 2 + rnd(5);
+        for (unsigned k = 0; k < nk; k++) {
+            char key[48] = "", val[64] = "";
+            for (unsigned i = rnd(20); i > 0; i--)
+                strcat(key, rnd(6) ? "k" : pieces[rnd(7)]);
+            snprintf(keys_used[k], sizeof keys_used[k], "%s%u", key, k);
+            for (unsigned i = rnd(40); i > 0 && strlen(val) < 60; i--)
+                strcat(val, rnd(5) ? "v" : pieces[rnd(7)]);
+            json_t *v = rnd(4) ? json_string(val) : json_integer((json_int_t)rnd(100000));
+            json_object_set_new(data, keys_used[k], v);
+        }
+        const char *field = keys_used[rnd(nk)];
+        json_t *own = json_object_get(data, field), *v;
+        switch (rnd(4)) {
+        case 0:
+            v = json_deep_copy(own);
+            break;
+        case 1: { /* one byte longer */
+            char b[80];
+            if (json_is_string(own))
+                snprintf(b, sizeof b, "%sv", json_string_value(own));
+            v = json_is_string(own) ? json_string(b)
+                                    : json_integer(json_integer_value(own) * 10 + 1);
+            break;
+        }
+        case 2: /* one byte shorter */
+            v = json_is_string(own) && json_string_length(own) > 0
+                    ? json_stringn(json_string_value(own), json_string_length(own) - 1)
+                    : json_integer(json_integer_value(own) / 10);
+            break;
+        default: /* the last byte changed */
+            if (json_is_string(own) && json_string_length(own) > 0) {
+                char b[80];
+                snprintf(b, sizeof b, "%s", json_string_value(own));
+                b[strlen(b) - 1] = b[strlen(b) - 1] == 'v' ? 'w' : 'v';
+                v = json_string(b);
+            } else {
+                v = json_integer(json_integer_value(own) + 1);
+            }
+        }
+        if (!v)
+            v = json_string("v");
+        json_t *where = json_pack("[o]", cond(field, rnd(2) ? "eq" : "neq", v));
+        tally t = {0, 0, 0, 0};
+        check_one(where, data, &t, true);
+        decided += t.decided;
+        json_decref(where);
+        json_decref(data);
+    }
+    CHECK(decided > 3000);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(eq_neq_scalars),
     TEST_ENTRY(eq_neq_nested),
@@ -441,5 +504,6 @@ static const test_case tests[] = {
     TEST_ENTRY(recquery_equalities),
     TEST_ENTRY(noncanonical_records),
     TEST_ENTRY(what_is_not_compiled),
+    TEST_ENTRY(long_records_every_offset),
 };
 TEST_MAIN(tests)
