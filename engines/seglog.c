@@ -406,6 +406,7 @@ void seglog_close(seglog *s)
     seglog__segs_free(s);
     idmap_free(&s->state);
     json_decref(s->counters);
+    buf_free(&s->count_key);
     free(s->bad);
     pthread_mutex_destroy(&s->mu);
     free(s);

@@ -75,6 +75,7 @@ struct seglog {
      * -> count}, built on the first count of a field, kept up to date by
      * appends of new ids, and dropped (all of them) by a re-put or a delete */
     json_t *counters;
+    buf count_key; /* a counted value's SJSON, under mu */
 };
 
 #define COUNTER_MAX_VALUES 64
