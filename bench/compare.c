@@ -37,7 +37,8 @@ static const cmp_row rows[] = {
     {"doc.indexed_count", "doc.count_indexed", CLS_CPU, OPS_ONE, NULL,
      "storh times one call, storhd the mean of 50"},
     {"doc.jsonl_export", "doc.export_jsonl", CLS_CPU, OPS_N, "limit.stream", NULL},
-    {"log.compact", "log.compact", CLS_CPU, OPS_N, NULL, NULL},
+    {"log.compact", "log.compact", CLS_CPU, OPS_N, "limit.compact_io",
+     "disk-bound: one roll, one syncfs and a manifest swap (limit.compact_io, same bytes)"},
     {"log.cursor", "log.cursor_read", CLS_CPU, OPS_ONE, NULL,
      "storh times one call, storhd the median pass of 5 x 20 (the HTTP stream's read; "
      "log.cursor_read_tree decodes every record)"},

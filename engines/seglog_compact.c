@@ -110,10 +110,10 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
             uint64_t end = nl ? (uint64_t)(nl - b.data) : b.len;
             int op;
             char id[UUID7_LEN + 1];
-            const char *p = b.data + pos;
-            size_t n = end - pos;
+            const char *p = b.data + pos, *j;
+            size_t n = end - pos, jl;
             pos = nl ? end + 1 : b.len;
-            if (!seglog__line_valid(p, n, &op, id) || op != OP_PUT)
+            if (!seglog__line_envelope(p, n, &op, id, &j, &jl) || op != OP_PUT)
                 continue; /* deletes, other ops and bad lines do not survive */
             live *v = idmap_get(&s->state, id);
             if (!v || v->deleted || v->seg != i || v->off != (uint64_t)(p - b.data))
@@ -129,15 +129,12 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
                 seglog__seg_reset_stats(&o.g);
             }
             uint64_t at = o.bytes.len;
-            const char *j;
-            size_t jl;
-            frame_decode(p, n, false, &j, &jl, NULL);
             if (!memcmp(j, PUT_PREFIX, PUT_PREFIX_LEN)) {
                 buf_append(&o.bytes, p, n);
                 buf_appendc(&o.bytes, '\n');
             } else { /* a non-canonical put is written canonically */
                 json_t *d;
-                if ((rc = seglog__decode_put(p, n, id, &d, err)))
+                if ((rc = seglog__decode_envelope(j, jl, id, &d, err)))
                     break;
                 buf_reset(&line);
                 rc = seglog__encode_put(&line, id, d, err);
