@@ -143,7 +143,8 @@ int logset_iter_open(const logset *ls, const recquery *q, logset_iter **out, sto
     return 0;
 }
 
-int logset_iter_next(logset_iter *it, const char **id, json_t **data, storh_err *err)
+int logset_iter_next_raw(logset_iter *it, const char **id, const char **raw, size_t *rawlen,
+                         json_t **data, storh_err *err)
 {
     for (;;) {
         if (it->q && it->q->limit && it->emitted >= it->q->limit)
@@ -155,7 +156,7 @@ int logset_iter_next(logset_iter *it, const char **id, json_t **data, storh_err 
             if (rc)
                 return rc;
         }
-        int rc = seglog_iter_next(it->it, id, data, err);
+        int rc = seglog_iter_next_raw(it->it, id, raw, rawlen, data, err);
         if (rc == 0) {
             seglog_iter_close(it->it);
             it->it = NULL;
@@ -165,6 +166,11 @@ int logset_iter_next(logset_iter *it, const char **id, json_t **data, storh_err 
             it->emitted++;
         return rc;
     }
+}
+
+int logset_iter_next(logset_iter *it, const char **id, json_t **data, storh_err *err)
+{
+    return logset_iter_next_raw(it, id, NULL, NULL, data, err);
 }
 
 void logset_iter_close(logset_iter *it)

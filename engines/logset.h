@@ -41,6 +41,9 @@ typedef struct logset_iter logset_iter;
 int logset_iter_open(const logset *ls, const recquery *q, logset_iter **out, storh_err *err);
 /* As seglog_iter_next: 1 = record, 0 = end, < 0 = error. */
 int logset_iter_next(logset_iter *it, const char **id, json_t **data, storh_err *err);
+/* As seglog_iter_next_raw (data bytes as they are, or a tree). */
+int logset_iter_next_raw(logset_iter *it, const char **id, const char **raw, size_t *rawlen,
+                         json_t **data, storh_err *err);
 void logset_iter_close(logset_iter *it);
 
 /* The record with this id in whichever log holds it (newest first);

@@ -390,3 +390,24 @@ json_t *reccanon_decode(const char *bytes, size_t len, const char *id)
     buf_free(&tmp);
     return v;
 }
+
+/* ---- a value on its own (a log line's data) ---- */
+
+bool reccanon_value_is_canonical(const char *bytes, size_t len)
+{
+    if (!len || (*bytes != '{' && *bytes != '['))
+        return false;
+    scan s = {bytes, bytes + len, NULL, NULL};
+    return value(&s, 0) && s.p == s.end;
+}
+
+json_t *reccanon_value_decode(const char *bytes, size_t len)
+{
+    if (!reccanon_value_is_canonical(bytes, len))
+        return NULL;
+    const char *p = bytes;
+    buf tmp = BUF_INIT;
+    json_t *v = build(&p, &tmp);
+    buf_free(&tmp);
+    return v;
+}

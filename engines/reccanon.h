@@ -39,4 +39,12 @@ json_t *reccanon_project(const char *bytes, size_t len, const char *id, const ch
  * New reference. */
 json_t *reccanon_decode(const char *bytes, size_t len, const char *id);
 
+/* The same rule for a value on its own (an object or a list, as a log
+ * line's data): true only if decoding bytes and encoding the value again
+ * gives the same bytes. */
+bool reccanon_value_is_canonical(const char *bytes, size_t len);
+/* For canonical value bytes: the value, built straight from them. NULL when
+ * they are not canonical (or memory ran out). New reference. */
+json_t *reccanon_value_decode(const char *bytes, size_t len);
+
 #endif

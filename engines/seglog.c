@@ -17,6 +17,7 @@
 #include "fsx.h"
 #include "gcommit.h"
 #include "idmap.h"
+#include "reccanon.h"
 #include "sjson.h"
 #include "writers.h"
 #include "seglog_int.h"
@@ -117,7 +118,14 @@ bool seglog__line_valid(const char *p, size_t n, int *op, char id[UUID7_LEN + 1]
 {
     const char *j;
     size_t jl;
-    return frame_decode(p, n, false, &j, &jl, NULL) == 0 && parse_envelope(j, jl, op, id) == 0;
+    return seglog__line_envelope(p, n, op, id, &j, &jl);
+}
+
+bool seglog__line_envelope(const char *p, size_t n, int *op, char id[UUID7_LEN + 1],
+                           const char **json, size_t *jlen)
+{
+    return frame_decode(p, n, false, json, jlen, NULL) == 0 &&
+           parse_envelope(*json, *jlen, op, id) == 0;
 }
 
 /* A line of id at off joins g's stats (min, max, ordered, records) and,
@@ -398,6 +406,7 @@ void seglog_close(seglog *s)
     seglog__segs_free(s);
     idmap_free(&s->state);
     json_decref(s->counters);
+    buf_free(&s->count_key);
     free(s->bad);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -660,21 +669,49 @@ static bool plain_id(const char *p, const char *want_id)
     return true;
 }
 
-int seglog__decode_put(const char *line, size_t len, const char *want_id, json_t **data,
-                       storh_err *err)
+/* The data bytes of a canonical put envelope j (of want_id, if set). */
+static bool put_data(const char *j, size_t jl, const char *want_id, const char **d, size_t *dl)
 {
-    const char *j;
-    size_t jl;
-    int rc = frame_decode(line, len, false, &j, &jl, err);
-    if (rc)
-        return rc;
-    /* the canonical put line ({"op":"put","id":"<id>","data":<data>}):
-     * only data is decoded; anything else takes the whole parse */
     size_t head = PUT_PREFIX_LEN + UUID7_LEN + 9;
     if (jl > head + 1 && !memcmp(j, PUT_PREFIX, PUT_PREFIX_LEN) &&
         !memcmp(j + PUT_PREFIX_LEN + UUID7_LEN, "\",\"data\":", 9) && j[jl - 1] == '}' &&
         plain_id(j + PUT_PREFIX_LEN, want_id)) {
-        json_t *d = sjson_loadb(j + head, jl - head - 1, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
+        *d = j + head;
+        *dl = jl - head - 1;
+        return true;
+    }
+    return false;
+}
+
+bool seglog__put_raw(const char *j, size_t jl, const char *want_id, const char **raw,
+                     size_t *rawlen)
+{
+    /* an object (reccanon refuses {} and integer keys) is handed out as it
+     * is; a list would become {} */
+    const char *d;
+    size_t dl;
+    if (!put_data(j, jl, want_id, &d, &dl) || *d != '{' || !reccanon_value_is_canonical(d, dl))
+        return false;
+    *raw = d;
+    *rawlen = dl;
+    return true;
+}
+
+int seglog__decode_envelope(const char *j, size_t jl, const char *want_id, json_t **data,
+                            storh_err *err)
+{
+    /* the canonical put line ({"op":"put","id":"<id>","data":<data>}):
+     * only data is decoded (canonical bytes without a general parser);
+     * anything else takes the whole parse */
+    const char *dp;
+    size_t dl;
+    if (put_data(j, jl, want_id, &dp, &dl)) {
+        json_t *d = *dp == '{' ? reccanon_value_decode(dp, dl) : NULL;
+        if (d) {
+            *data = d; /* an object with no integer key: as it is */
+            return 0;
+        }
+        d = sjson_loadb(dp, dl, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
         if (d) {
             *data = sjson_string_keyed(d);
             json_decref(d);
@@ -692,6 +729,15 @@ int seglog__decode_put(const char *line, size_t len, const char *want_id, json_t
     *data = seglog_envelope_data(env);
     json_decref(env);
     return 0;
+}
+
+int seglog__decode_put(const char *line, size_t len, const char *want_id, json_t **data,
+                       storh_err *err)
+{
+    const char *j;
+    size_t jl;
+    int rc = frame_decode(line, len, false, &j, &jl, err);
+    return rc ? rc : seglog__decode_envelope(j, jl, want_id, data, err);
 }
 
 int seglog_get(seglog *s, const char *id, json_t **data, storh_err *err)

@@ -95,6 +95,15 @@ int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err 
 /* 1 = record (id valid until the next call; *data new reference), 0 = end,
  * < 0 = error. */
 int seglog_iter_next(seglog_iter *it, const char **id, json_t **data, storh_err *err);
+/* As seglog_iter_next, for a reader that only renders the data: when the
+ * record's line holds the data exactly as sjson_encode writes what
+ * seglog_iter_next would hand out (a canonical put line whose data passes
+ * reccanon), *raw and *rawlen are those bytes (valid until the next call)
+ * and *data is NULL; else *raw is NULL and *data the decoded data (new
+ * reference). A query's field conditions are matched on the decoded data
+ * either way. */
+int seglog_iter_next_raw(seglog_iter *it, const char **id, const char **raw, size_t *rawlen,
+                         json_t **data, storh_err *err);
 void seglog_iter_close(seglog_iter *it);
 
 /* compact(): {"ok":true,"segments":n,"records":n} (new reference). */

@@ -60,6 +60,67 @@ static int finish_output(seglog *s, out_file *o, bool fs, seg **outs, size_t *no
     return 0;
 }
 
+/* Where a kept record's line went: output seg, offset off. */
+typedef struct moved {
+    live *v;
+    uint32_t seg;
+    uint64_t off;
+} moved;
+
+/* After the manifest swap: the state as a replay of [outputs..., active]
+ * would build it, without reading the outputs again. nsealed segments were
+ * replaced by nouts outputs; mv lists every record kept (its entry and new
+ * place). Entries whose line was in a sealed segment and not kept (deletes,
+ * other ops) go; the active segment's keep their lines, now at index
+ * nouts; bad lines of sealed segments went with them. The counters stay:
+ * no live record changed. Returns false when memory ran out (the caller
+ * then replays). */
+static bool move_state(seglog *s, size_t nsealed, size_t nouts, const moved *mv, size_t nmv)
+{
+    size_t pos = 0, ngone = 0, cap = 0;
+    const char *k;
+    void *x;
+    char(*gone)[UUID7_LEN + 1] = NULL;
+    while (idmap_next(&s->state, &pos, &k, &x)) {
+        live *v = x;
+        if (v->seg == nsealed) {
+            v->seg = (uint32_t)nouts;
+            continue;
+        }
+        v->seg = UINT32_MAX; /* gone unless kept below */
+    }
+    for (size_t i = 0; i < nmv; i++) {
+        mv[i].v->seg = mv[i].seg;
+        mv[i].v->off = mv[i].off;
+    }
+    pos = 0;
+    while (idmap_next(&s->state, &pos, &k, &x)) {
+        if (((live *)x)->seg != UINT32_MAX)
+            continue;
+        if (ngone == cap) {
+            cap = cap ? cap * 2 : 64;
+            void *g = realloc(gone, cap * sizeof *gone);
+            if (!g) {
+                free(gone);
+                return false;
+            }
+            gone = g;
+        }
+        memcpy(gone[ngone++], k, UUID7_LEN + 1);
+    }
+    for (size_t i = 0; i < ngone; i++)
+        idmap_del(&s->state, gone[i]);
+    free(gone);
+    size_t nb = 0;
+    for (size_t i = 0; i < s->nbad; i++)
+        if (s->bad[i].seg == nsealed) {
+            s->bad[nb] = s->bad[i];
+            s->bad[nb++].seg = (uint32_t)nouts;
+        }
+    s->nbad = nb;
+    return true;
+}
+
 /* Under mu + flock. */
 static int compact_locked(seglog *s, json_t **report, storh_err *err)
 {
@@ -91,6 +152,8 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
     seg *outs = NULL;
     size_t nouts = 0;
     long long kept = 0, outno = 0;
+    moved *mv = NULL;
+    size_t nmv = 0, capmv = 0;
     out_file o;
     memset(&o, 0, sizeof o);
     buf line = BUF_INIT;
@@ -110,10 +173,10 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
             uint64_t end = nl ? (uint64_t)(nl - b.data) : b.len;
             int op;
             char id[UUID7_LEN + 1];
-            const char *p = b.data + pos;
-            size_t n = end - pos;
+            const char *p = b.data + pos, *j;
+            size_t n = end - pos, jl;
             pos = nl ? end + 1 : b.len;
-            if (!seglog__line_valid(p, n, &op, id) || op != OP_PUT)
+            if (!seglog__line_envelope(p, n, &op, id, &j, &jl) || op != OP_PUT)
                 continue; /* deletes, other ops and bad lines do not survive */
             live *v = idmap_get(&s->state, id);
             if (!v || v->deleted || v->seg != i || v->off != (uint64_t)(p - b.data))
@@ -129,15 +192,12 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
                 seglog__seg_reset_stats(&o.g);
             }
             uint64_t at = o.bytes.len;
-            const char *j;
-            size_t jl;
-            frame_decode(p, n, false, &j, &jl, NULL);
             if (!memcmp(j, PUT_PREFIX, PUT_PREFIX_LEN)) {
                 buf_append(&o.bytes, p, n);
                 buf_appendc(&o.bytes, '\n');
             } else { /* a non-canonical put is written canonically */
                 json_t *d;
-                if ((rc = seglog__decode_put(p, n, id, &d, err)))
+                if ((rc = seglog__decode_envelope(j, jl, id, &d, err)))
                     break;
                 buf_reset(&line);
                 rc = seglog__encode_put(&line, id, d, err);
@@ -147,6 +207,22 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
             /* stats and sparse entries of the output, by the replay's rules */
             seglog__seg_note(&o.g, s->o.sparse_interval, id, at);
             kept++;
+            if (mv || !nmv) { /* after a failed grow: the swap replays */
+                if (nmv == capmv) {
+                    size_t cap = capmv ? capmv * 2 : 1024;
+                    moved *g = realloc(mv, cap * sizeof *g);
+                    if (!g) {
+                        free(mv);
+                        mv = NULL;
+                        nmv = 1; /* marks the failure */
+                    } else {
+                        mv = g;
+                        capmv = cap;
+                    }
+                }
+                if (mv)
+                    mv[nmv++] = (moved){v, (uint32_t)nouts, at};
+            }
             if (o.bytes.len >= s->o.max_segment_bytes)
                 rc = finish_output(s, &o, fs, &outs, &nouts, err);
         }
@@ -172,6 +248,7 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
         for (size_t i = 0; i < nouts; i++)
             free(outs[i].sp);
         free(outs);
+        free(mv);
         seglog__remove_unreferenced(s);
         return rc;
     }
@@ -182,6 +259,7 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
     seg *n = realloc(outs, (nouts + 1) * sizeof *n);
     if (!n) {
         free(outs);
+        free(mv);
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     }
     n[nouts] = act;
@@ -189,8 +267,9 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
     s->segs = n;
     s->nsegs = nouts + 1;
     rc = seglog__manifest_write(s, err);
-    if (!rc)
-        rc = seglog__replay(s, TORN_KEEP, err);
+    if (!rc && !((mv || !kept) && move_state(s, nsealed, nouts, mv, nmv)))
+        rc = seglog__replay(s, TORN_KEEP, err); /* out of memory for the moves */
+    free(mv);
     estats_add(ESTAT_LOG_COMPACT, 1);
     if (!rc && report)
         *report = json_pack("{sbsIsI}", "ok", 1, "segments", (json_int_t)nouts, "records",

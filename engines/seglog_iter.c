@@ -4,6 +4,7 @@
 #include "seglog.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -27,11 +28,16 @@ typedef struct snap_seg {
 } snap_seg;
 
 /* what one read of a segment brings in at most (before the end of the
- * line it cuts) */
+ * line it cuts): the first read of a segment takes ITER_FIRST, each next
+ * one twice the last, up to ITER_CHUNK, so a read of a few records from a
+ * sparse offset reads little more than those records */
 #define ITER_CHUNK (256 * 1024)
+#define ITER_FIRST (16 * 1024)
 
 typedef struct hit {
-    uint64_t off, len; /* in the segment file */
+    uint64_t off;  /* of the line in the segment file */
+    uint32_t joff; /* its envelope (frame checked) from off */
+    uint64_t jlen;
     char id[UUID7_LEN + 1];
 } hit;
 
@@ -43,6 +49,7 @@ struct seglog_iter {
     buf seg;       /* the chunk: the segment's bytes from base */
     uint64_t base; /* file offset of seg.data[0] */
     uint64_t pos;  /* file offset of the next chunk */
+    size_t chunk;  /* what the next read asks for */
     int fd;        /* the current segment, -1 between segments */
     bool seg_end;  /* the current segment has nothing more to read */
     hit *hits;
@@ -119,6 +126,7 @@ static int open_segment(seglog_iter *it, storh_err *err)
         return storh_err_sys(err, e, "Could not open segment: %s", n->file);
     }
     it->pos = n->start;
+    it->chunk = ITER_FIRST;
     it->seg_end = false;
     return 0;
 }
@@ -138,11 +146,14 @@ static int read_chunk(seglog_iter *it, uint64_t *scan, storh_err *err)
     buf_reset(&it->seg);
     it->base = it->pos;
     const char *file = it->snap[it->si - 1].file;
+    size_t want = it->chunk;
+    if (it->chunk < ITER_CHUNK)
+        it->chunk *= 2;
     for (;;) {
-        if (!buf_reserve(&it->seg, ITER_CHUNK))
+        if (!buf_reserve(&it->seg, want))
             return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
         ssize_t r =
-            pread(it->fd, it->seg.data + it->seg.len, ITER_CHUNK, (off_t)(it->base + it->seg.len));
+            pread(it->fd, it->seg.data + it->seg.len, want, (off_t)(it->base + it->seg.len));
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -179,6 +190,11 @@ static int load_chunk(seglog_iter *it, storh_err *err)
     const char *b = it->seg.data ? it->seg.data : "";
     uint64_t pos = 0;
     const recquery *q = it->q;
+    /* without a field condition every hit is handed out: collect no more
+     * than the limit still needs */
+    size_t need = SIZE_MAX;
+    if (q && q->limit && !q->where)
+        need = q->limit > it->emitted ? q->limit - it->emitted : 0;
     pthread_mutex_lock(&s->mu);
     /* the segment's index in the live state, by name (compaction may have
      * renumbered the list since the snapshot) */
@@ -188,12 +204,14 @@ static int load_chunk(seglog_iter *it, storh_err *err)
             si = (long)i;
     if (si < 0)
         it->seg_end = true;
-    while (si >= 0 && pos < len) {
+    while (si >= 0 && pos < len && it->nhits < need) {
         const char *nl = memchr(b + pos, '\n', len - pos);
         uint64_t end = nl ? (uint64_t)(nl - b) : len;
         int op;
         char id[UUID7_LEN + 1];
-        if (seglog__line_valid(b + pos, end - pos, &op, id)) {
+        const char *j;
+        size_t jl;
+        if (seglog__line_envelope(b + pos, end - pos, &op, id, &j, &jl)) {
             if (n->ordered && q && q->has_until && strcmp(id, q->max_id) > 0) {
                 it->seg_end = true;
                 break;
@@ -213,7 +231,8 @@ static int load_chunk(seglog_iter *it, storh_err *err)
                 }
                 hit *h = &it->hits[it->nhits++];
                 h->off = it->base + pos;
-                h->len = end - pos;
+                h->joff = (uint32_t)(j - (b + pos));
+                h->jlen = (uint32_t)jl;
                 memcpy(h->id, id, sizeof h->id);
             }
         }
@@ -223,28 +242,42 @@ static int load_chunk(seglog_iter *it, storh_err *err)
     return rc;
 }
 
-int seglog_iter_next(seglog_iter *it, const char **id, json_t **data, storh_err *err)
+int seglog_iter_next_raw(seglog_iter *it, const char **id, const char **raw, size_t *rawlen,
+                         json_t **data, storh_err *err)
 {
     for (;;) {
         if (it->q && it->q->limit && it->emitted >= it->q->limit)
             return 0;
         if (it->hi < it->nhits) {
             hit *h = &it->hits[it->hi++];
-            json_t *d;
-            storh_err derr;
-            int rc =
-                seglog__decode_put(it->seg.data + (h->off - it->base), h->len, h->id, &d, &derr);
-            if (rc)
-                return storh_err_set(err, rc, "Bad record at %s:%llu: %s",
-                                     it->snap[it->si - 1].file, (unsigned long long)h->off,
-                                     derr.msg);
-            if (it->q && !recquery_match_data(it->q, d)) {
-                json_decref(d);
-                continue;
+            const char *j = it->seg.data + (h->off - it->base) + h->joff;
+            const char *r = NULL;
+            size_t rl = 0;
+            json_t *d = NULL;
+            bool where = it->q && it->q->where;
+            if (!raw || where || !seglog__put_raw(j, h->jlen, h->id, &r, &rl)) {
+                storh_err derr;
+                int rc = seglog__decode_envelope(j, h->jlen, h->id, &d, &derr);
+                if (rc)
+                    return storh_err_set(err, rc, "Bad record at %s:%llu: %s",
+                                         it->snap[it->si - 1].file, (unsigned long long)h->off,
+                                         derr.msg);
+                if (where && !recquery_match_data(it->q, d)) {
+                    json_decref(d);
+                    continue;
+                }
+                if (raw && seglog__put_raw(j, h->jlen, h->id, &r, &rl)) {
+                    json_decref(d); /* matched on the tree, handed out as bytes */
+                    d = NULL;
+                }
             }
             memcpy(it->id, h->id, sizeof it->id);
             it->emitted++;
             *id = it->id;
+            if (raw) {
+                *raw = r;
+                *rawlen = rl;
+            }
             *data = d;
             return 1;
         }
@@ -260,6 +293,11 @@ int seglog_iter_next(seglog_iter *it, const char **id, json_t **data, storh_err 
         if ((rc = open_segment(it, err)))
             return rc;
     }
+}
+
+int seglog_iter_next(seglog_iter *it, const char **id, json_t **data, storh_err *err)
+{
+    return seglog_iter_next_raw(it, id, NULL, NULL, data, err);
 }
 
 void seglog_iter_close(seglog_iter *it)

@@ -270,26 +270,29 @@ int seglog_count_eq(seglog *s, const char *field, const json_t *value, size_t *n
     *served = false;
     if (json_is_object(value) || json_is_array(value))
         return 0;
+    /* one hold of the mutex: the freshness check (two stats), then the
+     * value's key encoded into the log's own buffer and looked up */
     pthread_mutex_lock(&s->mu);
     int rc = seglog__refresh(s, err);
-    pthread_mutex_unlock(&s->mu);
-    if (rc)
+    if (rc) {
+        pthread_mutex_unlock(&s->mu);
         return rc;
-    buf key = BUF_INIT;
-    sjson_encode(&key, value, 0, NULL);
-    pthread_mutex_lock(&s->mu);
+    }
     json_t *counts = s->counters ? json_object_get(s->counters, field) : NULL;
     if (json_is_object(counts)) {
-        json_t *c = json_object_get(counts, key.data);
-        *n = c ? (size_t)json_integer_value(c) : 0;
-        *served = true;
+        buf_reset(&s->count_key);
+        if (!sjson_encode(&s->count_key, value, 0, NULL) && !buf_failed(&s->count_key)) {
+            json_t *c = json_object_get(counts, s->count_key.data);
+            *n = c ? (size_t)json_integer_value(c) : 0;
+            *served = true;
+        }
     }
     bool uncountable = counts && json_is_false(counts);
     pthread_mutex_unlock(&s->mu);
-    if (*served || uncountable) {
-        buf_free(&key);
+    if (*served || uncountable)
         return 0;
-    }
+    buf key = BUF_INIT;
+    sjson_encode(&key, value, 0, NULL);
     /* build the field's counters from a scan; install them only if nothing
      * was appended meanwhile (an append would then have been missed) */
     pthread_mutex_lock(&s->mu);

@@ -143,16 +143,31 @@ static int list_fill(void *p, buf *out, size_t max, storh_err *err)
 {
     list_state *s = p;
     while (out->len < max) {
-        const char *id;
+        const char *id, *raw;
+        size_t rawlen;
         json_t *data;
-        int rc = logset_iter_next(s->it, &id, &data, err);
+        int rc = logset_iter_next_raw(s->it, &id, &raw, &rawlen, &data, err);
         if (rc == 0)
             return 1;
         if (rc < 0)
             return rc; /* a truncated transfer, never a silent gap */
+        size_t mark = out->len;
+        if (raw) {
+            /* the line's data bytes are what encoding its tree would write:
+             * the row as sjson_encode writes {"id":id,"data":data} */
+            buf_append(out, "{\"id\":\"", 7);
+            buf_appends(out, id);
+            buf_append(out, "\",\"data\":", 9);
+            buf_append(out, raw, rawlen);
+            buf_append(out, "}\n", 2);
+            if (buf_failed(out)) {
+                out->len = mark;
+                return storh_err_oom(err);
+            }
+            continue;
+        }
         json_t *row = json_pack("{sssO}", "id", id, "data", data);
         json_decref(data);
-        size_t mark = out->len;
         rc = row ? sjson_encode(out, row, 0, err) : storh_err_oom(err);
         json_decref(row);
         if (rc) {

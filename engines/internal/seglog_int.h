@@ -75,6 +75,7 @@ struct seglog {
      * -> count}, built on the first count of a field, kept up to date by
      * appends of new ids, and dropped (all of them) by a re-put or a delete */
     json_t *counters;
+    buf count_key; /* a counted value's SJSON, under mu */
 };
 
 #define COUNTER_MAX_VALUES 64
@@ -93,6 +94,9 @@ void seglog__seg_reset_stats(seg *g);
 void seglog__segs_free(seglog *s);
 seg *seglog__segs_push(seglog *s, const char *file, const char *index);
 bool seglog__line_valid(const char *p, size_t n, int *op, char id[UUID7_LEN + 1]);
+/* As seglog__line_valid, and *json, *jlen: the envelope's bytes in p. */
+bool seglog__line_envelope(const char *p, size_t n, int *op, char id[UUID7_LEN + 1],
+                           const char **json, size_t *jlen);
 void seglog__seg_note(seg *g, int interval, const char *id, uint64_t off);
 void seglog__apply(seglog *s, uint32_t si, uint64_t off, int op, const char *id, const char *line,
                    size_t len);
@@ -109,6 +113,14 @@ int seglog__encode_put(buf *line, const char *id, const json_t *data, storh_err 
 int seglog__resolve_id(const char *id, char out[UUID7_LEN + 1], storh_err *err);
 int seglog__decode_put(const char *line, size_t len, const char *want_id, json_t **data,
                        storh_err *err);
+/* seglog__decode_put of an envelope whose frame was checked. */
+int seglog__decode_envelope(const char *j, size_t jl, const char *want_id, json_t **data,
+                            storh_err *err);
+/* For a canonical put envelope j (of want_id, if set) whose data bytes are
+ * exactly what the encoder writes for the data a read hands out (reccanon:
+ * an object, no integer key): those bytes, inside j. */
+bool seglog__put_raw(const char *j, size_t jl, const char *want_id, const char **raw,
+                     size_t *rawlen);
 
 /* seglog_manifest.c */
 int seglog__manifest_write(seglog *s, storh_err *err);

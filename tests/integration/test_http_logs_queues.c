@@ -9,6 +9,9 @@
 #include "../support/snapshot.h"
 #include "../test.h"
 #include "buf.h"
+#include "frame.h"
+#include "fsx.h"
+#include "uuid7.h"
 
 static daemon_proc d;
 
@@ -310,12 +313,125 @@ TEST(long_poll_wakes_on_enqueue_and_times_out)
     CHECK_INT(got, W);
 }
 
+/* Every line of a stream is byte for byte what GET of its id answers
+ * (a record's row built from the tree), whether the stream handed the
+ * line's data out as it is (a canonical put) or decoded it: storhd's
+ * appends and bulk rows of every form, deletes, and a log storh and odd
+ * writers wrote (its spellings, a key after data, data twice). */
+static void check_stream_rows(const char *stream, const char *query, int want_rows)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/logs/%s%s", stream, query);
+    client_resp r = req("GET", path, NULL, NULL);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(lines(r.body), want_rows);
+    for (const char *l = r.body; *l;) {
+        const char *nl = strchr(l, '\n');
+        CHECK(nl != NULL);
+        if (!nl)
+            break;
+        CHECK_PREFIX(l, "{\"id\":\"");
+        char id[UUID7_LEN + 1];
+        snprintf(id, sizeof id, "%.36s", l + 7);
+        snprintf(path, sizeof path, "/v1/logs/%s/%s", stream, id);
+        client_resp g = req("GET", path, NULL, NULL);
+        CHECK_INT(g.status, 200);
+        if (g.len != (size_t)(nl - l) || memcmp(g.body, l, g.len)) {
+            fprintf(stderr, "stream row: %.*s\nGET:        %s\n", (int)(nl - l), l, g.body);
+            CHECK(false);
+        }
+        client_free(&g);
+        l = nl + 1;
+    }
+    client_free(&r);
+}
+
+TEST(log_stream_rows_are_the_records_as_get_answers)
+{
+    const char *forms[] = {
+        "{\"kind\":\"post\",\"status\":\"published\",\"n\":1}",
+        "{\"a\":{\"b\":[1,2,{\"c\":null}],\"e\":[]},\"t\":true,\"neg\":-7}",
+        "{\"s\":\"tab\\tq\\\"b\\\\s/ é\",\"nl\":\"a\\nb\"}",
+        "{\"r\":1.5,\"status\":\"published\",\"x\":1.0}",
+        "{\"u\":\"\\u00e9\\u2028\\/\"}",
+        "{\"0\":\"int key\",\"k\":\"v\"}",
+        "{\"nested\":{\"0\":\"a\",\"1\":\"b\"},\"empty\":{}}",
+        "{}",
+        "{\"big\":12345678901234567890}",
+        "{\"ctl\":\"\\u0001\", \"spaced\" : [ 1 , 2 ] }",
+    };
+    enum { NF = sizeof forms / sizeof *forms };
+    char first[UUID7_LEN + 1] = "";
+    for (int i = 0; i < NF; i++) {
+        client_resp r = req("POST", "/v1/logs/rawrows", "application/json", forms[i]);
+        CHECK_INT(r.status, 201);
+        json_t *v = body_of(&r);
+        if (i == 3)
+            snprintf(first, sizeof first, "%s", json_string_value(json_object_get(v, "id")));
+        json_decref(v);
+        client_free(&r);
+    }
+    buf bulk = BUF_INIT;
+    for (int i = 0; i < NF; i++) {
+        buf_appends(&bulk, forms[i]);
+        buf_appendc(&bulk, '\n');
+    }
+    client_resp r = req("POST", "/v1/logs/rawrows/_bulk", "application/x-ndjson", bulk.data);
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+    buf_free(&bulk);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/logs/rawrows/%s", first);
+    r = req("DELETE", path, NULL, NULL);
+    CHECK_INT(r.status, 204);
+    client_free(&r);
+    check_stream_rows("rawrows", "", 2 * NF - 1);
+    check_stream_rows("rawrows", "?limit=5", 5);
+    check_stream_rows("rawrows", "?eq.status=published", 3);
+
+    /* a log another writer left: storh's spellings and odd lines */
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/phprows/segments", d.root);
+    CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
+    const char *env[] = {
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6800-7000-8000-000000000001\",\"data\":{\"kind\":"
+        "\"post\",\"r\":1.5,\"big\":1.0e+20,\"s\":\"a/\\\"b\\\\c\\né\"}}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6801-7000-8000-000000000002\",\"data\":{\"nested\":{"
+        "\"x\":[1,2,{\"y\":null}],\"e\":[]},\"t\":true,\"f\":false}}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6802-7000-8000-000000000003\",\"data\":[\"a\",\"b\"]}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6803-7000-8000-000000000004\",\"data\":[]}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6804-7000-8000-000000000005\",\"data\":{\"5\":\"x\","
+        "\"k\":\"v\"}}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6805-7000-8000-000000000006\",\"data\":{\"a\":1},"
+        "\"x\":2}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6806-7000-8000-000000000007\",\"data\":{\"a\":1},"
+        "\"data\":{\"b\":2}}",
+        "{\"id\":\"018bcfe5-6807-7000-8000-000000000008\",\"op\":\"put\",\"data\":{\"a\":1}}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6808-7000-8000-000000000009\",\"data\":{\"a\":1} }",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6809-7000-8000-00000000000a\",\"data\":{\"a\":\"x\"}}",
+        "{\"op\":\"delete\",\"id\":\"018bcfe5-6809-7000-8000-00000000000a\"}",
+    };
+    buf seg = BUF_INIT;
+    for (size_t i = 0; i < sizeof env / sizeof *env; i++)
+        frame_encode(&seg, env[i], strlen(env[i]));
+    snprintf(p, sizeof p, "%s/phprows/segments/seg-000001.ndjson", d.root);
+    CHECK_INT(fsx_write_file(p, seg.data, seg.len, false, NULL), 0);
+    buf_free(&seg);
+    static const char manifest[] =
+        "{\"nextSegment\":2,\"sealed\":[],\"active\":{\"file\":\"seg-000001.ndjson\",\"max\":null,"
+        "\"min\":null,\"records\":0,\"ordered\":true}}";
+    snprintf(p, sizeof p, "%s/phprows/manifest.jsonc", d.root);
+    CHECK_INT(fsx_write_file(p, manifest, strlen(manifest), false, NULL), 0);
+    check_stream_rows("phprows", "", 9);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(log_append_get_delete_stream),
     TEST_ENTRY(log_bulk_is_all_or_nothing),
     TEST_ENTRY(concurrent_appends_all_land),
     TEST_ENTRY(queue_flow),
     TEST_ENTRY(long_poll_wakes_on_enqueue_and_times_out),
+    TEST_ENTRY(log_stream_rows_are_the_records_as_get_answers),
 };
 
 DAEMON_TEST_MAIN(d, tests)

@@ -844,6 +844,261 @@ TEST(reads_cross_chunk_boundaries)
     seglog_close(s);
 }
 
+/* Reads s with q through both iterators side by side: the same records in
+ * the same order, and a record handed out as bytes is exactly what
+ * encoding the decoded read's data writes (so the HTTP row built from the
+ * bytes is the row built from the tree). Counts what came raw and what as
+ * a tree; returns the number of records, -1 on a mismatch. */
+static int raw_matches_tree(seglog *s, const recquery *q, int *nraw, int *ntree)
+{
+    seglog_iter *a, *b;
+    if (seglog_iter_open(s, q, &a, NULL) || seglog_iter_open(s, q, &b, NULL))
+        return -1;
+    int n = 0, bad = 0;
+    for (;;) {
+        const char *ida, *idb, *raw;
+        size_t rawlen;
+        json_t *da = NULL, *db = NULL;
+        int ra = seglog_iter_next(a, &ida, &da, NULL);
+        int rb = seglog_iter_next_raw(b, &idb, &raw, &rawlen, &db, NULL);
+        if (ra != rb) {
+            bad++;
+            break;
+        }
+        if (ra != 1)
+            break;
+        buf want = BUF_INIT, got = BUF_INIT;
+        json_t *row = json_pack("{sssO}", "id", ida, "data", da);
+        sjson_encode(&want, row, 0, NULL);
+        json_decref(row);
+        if (raw) {
+            (*nraw)++;
+            bad += db != NULL;
+            buf_appends(&got, "{\"id\":\"");
+            buf_appends(&got, idb);
+            buf_appends(&got, "\",\"data\":");
+            buf_append(&got, raw, rawlen);
+            buf_appendc(&got, '}');
+        } else {
+            (*ntree)++;
+            bad += !db || !json_equal(da, db);
+            row = json_pack("{sssO}", "id", idb, "data", db);
+            sjson_encode(&got, row, 0, NULL);
+            json_decref(row);
+        }
+        if (strcmp(ida, idb) || got.len != want.len || memcmp(got.data, want.data, got.len)) {
+            fprintf(stderr, "raw read differs:\n  %.*s\n  %.*s\n", (int)want.len, want.data,
+                    (int)got.len, got.data);
+            bad++;
+        }
+        buf_free(&want);
+        buf_free(&got);
+        json_decref(da);
+        json_decref(db);
+        n++;
+    }
+    seglog_iter_close(a);
+    seglog_iter_close(b);
+    return bad ? -1 : n;
+}
+
+/* Every form a record takes in a segment reads the same through the raw
+ * iterator as through the decoded one: storhd's canonical lines (handed
+ * out as bytes), data the encoder would not write back as it is (floats,
+ * escapes it does not use, integer keys, {} and lists, U+2028, integers
+ * beyond int64, many keys), deletes and re-puts, and storh's and odd
+ * writers' lines; with a cursor, a time range, a limit and a field
+ * condition. */
+TEST(raw_reads_match_the_decoded_path)
+{
+    seglog *s = open_log("raw", 4096); /* several segments */
+    CHECK(s != NULL);
+    buf many = BUF_INIT;
+    buf_appendc(&many, '{');
+    for (int i = 0; i < 70; i++)
+        buf_printf(&many, "%s\"k%d\":%d", i ? "," : "", i, i);
+    buf_appendc(&many, '}');
+    const char *forms[] = {
+        "{\"kind\":\"post\",\"status\":\"published\",\"n\":1}",
+        "{\"a\":{\"b\":[1,2,{\"c\":null}],\"e\":[]},\"t\":true,\"f\":false,\"neg\":-7}",
+        "{\"s\":\"tab\\tq\\\"b\\\\s/ é 😀\",\"nl\":\"a\\nb\\r\\f\\b\"}",
+        "{\"r\":1.5,\"status\":\"published\"}",
+        "{\"u\":\"\\u00e9\\u2028\"}",
+        "{\"0\":\"int key\",\"k\":\"v\"}",
+        "{\"nested\":{\"0\":\"a\",\"1\":\"b\"},\"status\":\"draft\"}",
+        "{}",
+        "{\"big\":12345678901234567890,\"max\":123456789012345678}",
+        "{\"empty\":{},\"z\":0}",
+        "{\"ctl\":\"\\u0001\"}",
+        many.data,
+    };
+    enum { NF = sizeof forms / sizeof *forms, ROUNDS = 6 };
+    char ids[NF * ROUNDS][UUID7_LEN + 1];
+    for (int r = 0; r < ROUNDS; r++)
+        for (int i = 0; i < NF; i++) {
+            json_t *d = sjson_decode(forms[i], strlen(forms[i]), NULL);
+            CHECK(d != NULL);
+            CHECK_INT(seglog_put(s, NULL, d, ids[r * NF + i], NULL), 0);
+            json_decref(d);
+        }
+    buf_free(&many);
+    bool ex;
+    CHECK_INT(seglog_delete(s, ids[3], &ex, NULL), 0);
+    CHECK_INT(seglog_delete(s, ids[NF + 1], &ex, NULL), 0);
+    json_t *again = json_pack("{ss}", "again", "yes");
+    CHECK_INT(seglog_put(s, ids[2], again, ids[2], NULL), 0); /* a re-put */
+    json_decref(again);
+    int nraw = 0, ntree = 0;
+    CHECK_INT(raw_matches_tree(s, NULL, &nraw, &ntree), NF * ROUNDS - 2);
+    CHECK(nraw >= 3 * ROUNDS);  /* the canonical forms came as bytes */
+    CHECK(ntree >= 6 * ROUNDS); /* the others as trees */
+    recquery q;
+    recquery_init(&q);
+    recquery_after(&q, ids[NF + 2], UUID7_LEN, NULL);
+    recquery_limit(&q, 25, NULL);
+    CHECK_INT(raw_matches_tree(s, &q, &nraw, &ntree), 25);
+    json_t *v = json_string("published");
+    recquery_where_equal(&q, "status", v, NULL);
+    json_decref(v);
+    CHECK_INT(raw_matches_tree(s, &q, &nraw, &ntree), 2 * (ROUNDS - 1) - 1);
+    recquery_clear(&q);
+    recquery_init(&q);
+    int64_t lo = 0;
+    uuid7_timestamp(ids[5], UUID7_LEN, &lo, NULL);
+    recquery_time_range(&q, true, lo, true, lo + 100000, NULL);
+    CHECK(raw_matches_tree(s, &q, &nraw, &ntree) > 0);
+    recquery_clear(&q);
+    CHECK_INT(seglog_compact(s, &v, NULL), 0); /* compacted lines read the same */
+    json_decref(v);
+    CHECK_INT(raw_matches_tree(s, NULL, &nraw, &ntree), NF * ROUNDS - 2);
+    seglog_close(s);
+
+    /* storh's lines and odd writers' (a key after data, data twice) */
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/phpraw/segments", root);
+    CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
+    buf seg = BUF_INIT;
+    buf_appends(&seg, php_segment);
+    const char *odd[] = {
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6805-7000-8000-000000000006\",\"data\":{\"a\":1},"
+        "\"x\":2}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6806-7000-8000-000000000007\",\"data\":{\"a\":1},"
+        "\"data\":{\"b\":2}}",
+        "{\"id\":\"018bcfe5-6807-7000-8000-000000000008\",\"op\":\"put\",\"data\":{\"a\":1}}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6808-7000-8000-000000000009\",\"data\":{\"a\":1} }",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-6809-7000-8000-00000000000a\",\"data\":{\"a\":\"x\"}}",
+        "{\"op\":\"delete\",\"id\":\"018bcfe5-6809-7000-8000-00000000000a\"}",
+        "{\"op\":\"put\",\"id\":\"018bcfe5-680a-7000-8000-00000000000b\",\"data\":{\"a\":\"\\/\"}}",
+    };
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++)
+        frame_encode(&seg, odd[i], strlen(odd[i]));
+    snprintf(p, sizeof p, "%s/phpraw/segments/seg-000001.ndjson", root);
+    CHECK_INT(fsx_write_file(p, seg.data, seg.len, false, NULL), 0);
+    snprintf(p, sizeof p, "%s/phpraw/manifest.jsonc", root);
+    CHECK_INT(fsx_write_file(p, php_manifest, strlen(php_manifest), false, NULL), 0);
+    buf_free(&seg);
+    s = open_log("phpraw", 0);
+    CHECK(s != NULL);
+    nraw = ntree = 0;
+    CHECK_INT(raw_matches_tree(s, NULL, &nraw, &ntree), 10);
+    CHECK_INT(nraw, 1); /* 018...0002: storh's spelling of a canonical put */
+    seglog_close(s);
+}
+
+/* What a reader sees of a log, as text: every record in order with its
+ * data, the stats, and the count of each status from the counters. */
+static char *log_view(seglog *s)
+{
+    buf b = BUF_INIT;
+    seglog_iter *it;
+    if (seglog_iter_open(s, NULL, &it, NULL))
+        return NULL;
+    const char *id;
+    json_t *d;
+    while (seglog_iter_next(it, &id, &d, NULL) == 1) {
+        buf_appends(&b, id);
+        sjson_encode(&b, d, 0, NULL);
+        buf_appendc(&b, '\n');
+        json_decref(d);
+    }
+    seglog_iter_close(it);
+    json_t *st;
+    if (seglog_stats(s, &st, NULL) == 0) {
+        json_object_del(st, "bytes"); /* a reopen may have cut nothing: kept */
+        sjson_encode(&b, st, 0, NULL);
+        json_decref(st);
+    }
+    const char *vals[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        json_t *v = json_string(vals[i]);
+        size_t n = 0;
+        bool served = false;
+        seglog_count_eq(s, "status", v, &n, &served, NULL);
+        buf_printf(&b, " %s=%zu%s", vals[i], n, served ? "" : "?");
+        json_decref(v);
+    }
+    return b.data;
+}
+
+/* After a compaction the state is what a replay of the compacted log
+ * builds (the compaction updates it in place): the same records, gets,
+ * deletes, stats and counts as after a reopen, and verify finds no drift;
+ * twice, the second compacting the first one's outputs. */
+TEST(compaction_state_is_what_a_replay_builds)
+{
+    seglog *s = open_log("cmpstate", 512);
+    CHECK(s != NULL);
+    char ids[60][37];
+    const char *st[] = {"a", "b", "c"};
+    for (int i = 0; i < 40; i++) {
+        json_t *d = json_pack("{siss}", "i", i, "status", st[i % 3]);
+        CHECK_INT(seglog_put(s, NULL, d, ids[i], NULL), 0);
+        json_decref(d);
+    }
+    size_t n;
+    bool served, ex;
+    json_t *a = json_string("a");
+    CHECK_INT(seglog_count_eq(s, "status", a, &n, &served, NULL), 0); /* counters built */
+    for (int round = 0; round < 2; round++) {
+        for (int i = round; i < 40; i += 7)
+            CHECK_INT(seglog_delete(s, ids[i], &ex, NULL), 0);
+        json_t *d = json_pack("{siss}", "i", 100 + round, "status", "c");
+        CHECK_INT(seglog_put(s, ids[10 + round], d, ids[10 + round], NULL), 0); /* a re-put */
+        json_decref(d);
+        json_t *rep = NULL;
+        CHECK_INT(seglog_compact(s, &rep, NULL), 0);
+        json_decref(rep);
+        for (int i = 0; i < 3; i++) { /* appends after it land in the active segment */
+            d = json_pack("{siss}", "i", 200 + i, "status", st[i]);
+            CHECK_INT(seglog_put(s, NULL, d, ids[40 + round * 3 + i], NULL), 0);
+            json_decref(d);
+        }
+        CHECK_INT(seglog_delete(s, ids[40 + round * 3], &ex, NULL), 0);
+        json_t *v = NULL;
+        CHECK_INT(seglog_verify(s, &v, NULL), 0);
+        CHECK(json_is_true(json_object_get(v, "ok")));
+        json_decref(v);
+        char *before = log_view(s);
+        for (int i = 0; i < 43 + round * 3; i++) {
+            json_t *g = NULL;
+            int rc = seglog_get(s, ids[i], &g, NULL);
+            CHECK(rc == 0 || rc == STORH_ENOTFOUND);
+            json_decref(g);
+        }
+        seglog_close(s);
+        s = open_log("cmpstate", 512);
+        CHECK(s != NULL);
+        char *after = log_view(s);
+        CHECK(before && after);
+        if (before && after)
+            CHECK_STR(before, after);
+        free(before);
+        free(after);
+    }
+    json_decref(a);
+    seglog_close(s);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(concurrent_appends_roll_cleanly),
     TEST_ENTRY(failed_bulk_write_changes_nothing),
@@ -864,6 +1119,8 @@ static const test_case tests[] = {
     TEST_ENTRY(reads_catch_up_and_skip_a_line_being_written),
     TEST_ENTRY(storh_lines_decode_as_the_whole_envelope),
     TEST_ENTRY(reads_cross_chunk_boundaries),
+    TEST_ENTRY(raw_reads_match_the_decoded_path),
+    TEST_ENTRY(compaction_state_is_what_a_replay_builds),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
