@@ -192,6 +192,25 @@ static void event_begin(queue *q, const char *op, const char *id)
     e->data[e->len] = '\0';
 }
 
+/* The decimal text of ts, kept on q: a batch's events share one ts. */
+static const char *ts_text(queue *q, int64_t ts, size_t *len)
+{
+    if (!q->ts_len || q->ts_of != ts) {
+        char tmp[24], *t = tmp + sizeof tmp;
+        uint64_t v = ts < 0 ? -(uint64_t)ts : (uint64_t)ts;
+        do
+            *--t = (char)('0' + v % 10);
+        while ((v /= 10));
+        if (ts < 0)
+            *--t = '-';
+        q->ts_len = (size_t)(tmp + sizeof tmp - t);
+        memcpy(q->ts_text, t, q->ts_len);
+        q->ts_of = ts;
+    }
+    *len = q->ts_len;
+    return q->ts_text;
+}
+
 /* Ends the event begun in q->ev with its ts and appends its framed line to
  * lines; done and payload (taken; an enqueue's) are its fields as apply_own
  * applies them. */
@@ -199,18 +218,11 @@ static void event_end(queue *q, buf *lines, const char *op, const char *id, int6
                       json_t *payload)
 {
     buf *e = &q->ev;
-    size_t off = lines->len;
-    char tail[32], *t = tail + sizeof tail;
-    *--t = '}';
-    uint64_t v = ts < 0 ? -(uint64_t)ts : (uint64_t)ts;
-    do
-        *--t = (char)('0' + v % 10);
-    while ((v /= 10));
-    if (ts < 0)
-        *--t = '-';
-    t -= 6;
-    memcpy(t, ",\"ts\":", 6);
-    buf_append(e, t, (size_t)(tail + sizeof tail - t));
+    size_t off = lines->len, tl;
+    const char *t = ts_text(q, ts, &tl);
+    buf_append(e, ",\"ts\":", 6);
+    buf_append(e, t, tl);
+    buf_appendc(e, '}');
     if (buf_failed(e))
         lines->oom = true;
     else
@@ -219,14 +231,38 @@ static void event_end(queue *q, buf *lines, const char *op, const char *id, int6
     own_note(q, op, id, ts, done, payload, off, lines->len - off);
 }
 
-/* Appends one event line with the JSON fields extra (or NULL) before ts. */
+/* Appends one event line without a payload (claim, complete, requeue,
+ * purge), with the JSON fields extra (or NULL) before ts: composed on the
+ * stack, framed once. */
 static void event(queue *q, buf *lines, const char *op, const char *id, const char *extra,
                   int64_t ts, bool done, json_t *payload)
 {
-    event_begin(q, op, id);
-    if (extra)
-        buf_appends(&q->ev, extra);
-    event_end(q, lines, op, id, ts, done, payload);
+    char j[192];
+    size_t ol = strlen(op), el = extra ? strlen(extra) : 0, tl, off = lines->len;
+    const char *t = ts_text(q, ts, &tl);
+    if (7 + ol + 8 + UUID7_LEN + 1 + el + 6 + tl + 1 > sizeof j) { /* not one of ours */
+        event_begin(q, op, id);
+        if (extra)
+            buf_append(&q->ev, extra, el);
+        event_end(q, lines, op, id, ts, done, payload);
+        return;
+    }
+    char *p = j;
+    memcpy(p, "{\"op\":\"", 7);
+    memcpy(p += 7, op, ol);
+    memcpy(p += ol, "\",\"id\":\"", 8);
+    memcpy(p += 8, id, UUID7_LEN);
+    p += UUID7_LEN;
+    *p++ = '"';
+    if (el)
+        memcpy(p, extra, el);
+    memcpy(p += el, ",\"ts\":", 6);
+    memcpy(p += 6, t, tl);
+    p += tl;
+    *p++ = '}';
+    frame_encode(lines, j, (size_t)(p - j));
+    q->nevents++;
+    own_note(q, op, id, ts, done, payload, off, lines->len - off);
 }
 
 /* Whether v decodes from its sjson encoding as an equal tree (same types,
@@ -440,6 +476,9 @@ static int do_enqueue(queue *q, void *a, buf *lines, storh_err *err)
     size_t i;
     json_t *jobj;
     int rc = 0;
+    /* the batch's lines in one buffer: a guess at their size saves the
+     * copies of growing it */
+    buf_reserve(lines, json_array_size(ea->jobs) * 192);
     json_array_foreach (ea->jobs, i, jobj) {
         if (!json_is_object(jobj)) {
             rc = storh_err_set(err, STORH_EINVAL, "Job %zu: jobs must be JSON objects.", i);
@@ -522,6 +561,7 @@ static int do_claim(queue *q, void *a, buf *lines, storh_err *err)
     claim_arg *ca = a;
     qstate *s = &q->st;
     int64_t ts = queue__now_s();
+    buf_reserve(lines, (ca->limit < s->pending ? ca->limit : s->pending) * 80);
     /* pick in FIFO order; the claim events move them to processing */
     size_t i = s->head;
     while (json_array_size(ca->jobs) < ca->limit && i < s->n) {
@@ -590,6 +630,7 @@ static int do_complete(queue *q, void *a, buf *lines, storh_err *err)
     /* a job completed twice in the batch is skipped: its events are applied
      * after the batch is written, so the job carries the batch's mark */
     uint64_t mark = ++q->st.mark;
+    buf_reserve(lines, json_array_size(c->ids) * 96);
     const char *extra = c->keep ? ",\"done\":true" : ",\"done\":false";
     json_array_foreach (c->ids, i, v) {
         const char *id = json_string_value(v);

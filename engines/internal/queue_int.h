@@ -65,6 +65,10 @@ struct queue {
     size_t nown, capown, nevents;
     bool own_failed;
     buf ev; /* scratch: the event being encoded */
+    /* the text of the latest event ts (a batch's events share theirs) */
+    int64_t ts_of;
+    char ts_text[24];
+    size_t ts_len;
 };
 
 typedef struct event_fields {
