@@ -52,9 +52,13 @@ static const cmp_row rows[] = {
     {"log.query_count", "log.eq_count", CLS_CPU, OPS_ONE, "limit.count_stats",
      "storh builds its counters on open and stats nothing, storhd on the first count "
      "(log.eq_count_cold) and stats the manifest and the active segment per count"},
-    {"queue.bulk_enqueue", "queue.enqueue_many", CLS_CPU, OPS_N, NULL, NULL},
-    {"queue.bulk_claim", "queue.claim_many", CLS_CPU, OPS_N, NULL, NULL},
-    {"queue.bulk_complete", "queue.complete_many", CLS_CPU, OPS_N, NULL, NULL},
+    {"queue.bulk_enqueue", "queue.enqueue_many", CLS_CPU, OPS_N, "limit.queue_enqueue_many",
+     "limit: the call's bytes staged, appended, fsynced (storh appends once: "
+     "limit.queue_enqueue_many_append); storhd the median of 3 passes"},
+    {"queue.bulk_claim", "queue.claim_many", CLS_CPU, OPS_N, "limit.queue_claim_many",
+     "limit: the call's bytes appended + fsync; storhd the median of 3 passes"},
+    {"queue.bulk_complete", "queue.complete_many", CLS_CPU, OPS_N, "limit.queue_complete_many",
+     "limit: the call's bytes appended + fsync; storhd the median of 3 passes"},
     {"mirror.reconcile", "mirror.push_nochange", CLS_CPU, OPS_N, NULL, NULL},
     {"cache.warm", "cache.get_warm", CLS_CPU, OPS_N, NULL, NULL},
     {"uuid.monotonic", "uuid.generate", CLS_CPU, OPS_N, NULL,

@@ -143,6 +143,7 @@ static void own_note(queue *q, const char *op, const char *id, int64_t ts, bool 
     o->f.ts = ts;
     o->f.done = done;
     o->f.payload = payload;
+    o->f.keyed = false;
     o->payload = payload;
     o->off = off;
     o->len = len;
@@ -172,23 +173,55 @@ static void apply_own(queue *q, uint64_t base)
     }
 }
 
-/* Appends one event line; done and payload (taken; an enqueue's) are its
- * fields as apply_own applies them. */
-static void event(queue *q, buf *lines, const char *op, const char *id, const char *extra,
-                  int64_t ts, bool done, json_t *payload)
+/* The start of an event's JSON in q->ev: {"op":"<op>","id":"<id>" (the
+ * caller may add fields before event_end). */
+static void event_begin(queue *q, const char *op, const char *id)
 {
-    size_t off = lines->len;
     buf *e = &q->ev; /* kept across events: no allocation per event */
+    size_t ol = strlen(op);
     buf_reset(e);
-    buf_appends(e, "{\"op\":\"");
-    buf_appends(e, op);
-    buf_appends(e, "\",\"id\":\"");
-    buf_append(e, id, UUID7_LEN);
-    buf_appendc(e, '"');
-    if (extra)
-        buf_appends(e, extra);
-    buf_appends(e, ",\"ts\":");
-    buf_append_i64(e, (long long)ts);
+    if (!buf_reserve(e, 7 + ol + 8 + UUID7_LEN + 1))
+        return;
+    char *p = e->data;
+    memcpy(p, "{\"op\":\"", 7);
+    memcpy(p += 7, op, ol);
+    memcpy(p += ol, "\",\"id\":\"", 8);
+    memcpy(p += 8, id, UUID7_LEN);
+    p[UUID7_LEN] = '"';
+    e->len = (size_t)(p + UUID7_LEN + 1 - e->data);
+    e->data[e->len] = '\0';
+}
+
+/* The decimal text of ts, kept on q: a batch's events share one ts. */
+static const char *ts_text(queue *q, int64_t ts, size_t *len)
+{
+    if (!q->ts_len || q->ts_of != ts) {
+        char tmp[24], *t = tmp + sizeof tmp;
+        uint64_t v = ts < 0 ? -(uint64_t)ts : (uint64_t)ts;
+        do
+            *--t = (char)('0' + v % 10);
+        while ((v /= 10));
+        if (ts < 0)
+            *--t = '-';
+        q->ts_len = (size_t)(tmp + sizeof tmp - t);
+        memcpy(q->ts_text, t, q->ts_len);
+        q->ts_of = ts;
+    }
+    *len = q->ts_len;
+    return q->ts_text;
+}
+
+/* Ends the event begun in q->ev with its ts and appends its framed line to
+ * lines; done and payload (taken; an enqueue's) are its fields as apply_own
+ * applies them. */
+static void event_end(queue *q, buf *lines, const char *op, const char *id, int64_t ts, bool done,
+                      json_t *payload)
+{
+    buf *e = &q->ev;
+    size_t off = lines->len, tl;
+    const char *t = ts_text(q, ts, &tl);
+    buf_append(e, ",\"ts\":", 6);
+    buf_append(e, t, tl);
     buf_appendc(e, '}');
     if (buf_failed(e))
         lines->oom = true;
@@ -198,14 +231,49 @@ static void event(queue *q, buf *lines, const char *op, const char *id, const ch
     own_note(q, op, id, ts, done, payload, off, lines->len - off);
 }
 
+/* Appends one event line without a payload (claim, complete, requeue,
+ * purge), with the JSON fields extra (or NULL) before ts: composed on the
+ * stack, framed once. */
+static void event(queue *q, buf *lines, const char *op, const char *id, const char *extra,
+                  int64_t ts, bool done, json_t *payload)
+{
+    char j[192];
+    size_t ol = strlen(op), el = extra ? strlen(extra) : 0, tl, off = lines->len;
+    const char *t = ts_text(q, ts, &tl);
+    if (7 + ol + 8 + UUID7_LEN + 1 + el + 6 + tl + 1 > sizeof j) { /* not one of ours */
+        event_begin(q, op, id);
+        if (extra)
+            buf_append(&q->ev, extra, el);
+        event_end(q, lines, op, id, ts, done, payload);
+        return;
+    }
+    char *p = j;
+    memcpy(p, "{\"op\":\"", 7);
+    memcpy(p += 7, op, ol);
+    memcpy(p += ol, "\",\"id\":\"", 8);
+    memcpy(p += 8, id, UUID7_LEN);
+    p += UUID7_LEN;
+    *p++ = '"';
+    if (el)
+        memcpy(p, extra, el);
+    memcpy(p += el, ",\"ts\":", 6);
+    memcpy(p += 6, t, tl);
+    p += tl;
+    *p++ = '}';
+    frame_encode(lines, j, (size_t)(p - j));
+    q->nevents++;
+    own_note(q, op, id, ts, done, payload, off, lines->len - off);
+}
+
 /* Whether v decodes from its sjson encoding as an equal tree (same types,
  * keys in the same order): no reals (their text is PHP's), no object that
- * encodes as a list. */
-static bool round_trips(const json_t *v, int depth)
+ * encodes as a list. *intkey: whether the top object has a key that is an
+ * integer (which the state drops: sjson_string_keyed). */
+static bool round_trips(const json_t *v, int depth, bool *intkey)
 {
     if (depth > SJSON_MAX_DEPTH)
         return false;
-    size_t i;
+    size_t i, kl;
     const char *k;
     json_t *e;
     switch (json_typeof(v)) {
@@ -213,15 +281,18 @@ static bool round_trips(const json_t *v, int depth)
         return false;
     case JSON_ARRAY:
         json_array_foreach (v, i, e)
-            if (!round_trips(e, depth + 1))
+            if (!round_trips(e, depth + 1, intkey))
                 return false;
         return true;
     case JSON_OBJECT:
         if (sjson_object_is_list(v))
             return false;
-        json_object_foreach ((json_t *)v, k, e)
-            if (!round_trips(e, depth + 1))
+        json_object_keylen_foreach ((json_t *)v, k, kl, e) {
+            if (!depth && sjson_is_int_key(k, kl))
+                *intkey = true;
+            if (!round_trips(e, depth + 1, intkey))
                 return false;
+        }
         return true;
     default:
         return true;
@@ -230,11 +301,16 @@ static bool round_trips(const json_t *v, int depth)
 
 /* The payload the state keeps for an enqueue: what decoding its encoding
  * enc gives; the caller's own tree (a reference, no copy: queue.h) when that
- * is the same tree. */
-static json_t *own_payload(const json_t *payload, const char *enc, size_t len)
+ * is the same tree. *keyed: whether it is kept as it is (no integer key at
+ * its top to drop). */
+static json_t *own_payload(const json_t *payload, const char *enc, size_t len, bool *keyed)
 {
-    if (round_trips(payload, 0))
+    bool intkey = !json_is_object(payload); /* a list: every key an integer */
+    *keyed = false;
+    if (round_trips(payload, 0, &intkey)) {
+        *keyed = !intkey;
         return json_incref((json_t *)payload);
+    }
     return sjson_loadb(enc, len, JSON_ALLOW_NUL, NULL);
 }
 
@@ -399,8 +475,10 @@ static int do_enqueue(queue *q, void *a, buf *lines, storh_err *err)
     int64_t ts = queue__now_s();
     size_t i;
     json_t *jobj;
-    buf env = BUF_INIT;
     int rc = 0;
+    /* the batch's lines in one buffer: a guess at their size saves the
+     * copies of growing it */
+    buf_reserve(lines, json_array_size(ea->jobs) * 192);
     json_array_foreach (ea->jobs, i, jobj) {
         if (!json_is_object(jobj)) {
             rc = storh_err_set(err, STORH_EINVAL, "Job %zu: jobs must be JSON objects.", i);
@@ -421,17 +499,24 @@ static int do_enqueue(queue *q, void *a, buf *lines, storh_err *err)
         } else if ((rc = uuid7_generate(id, -1, err))) {
             break;
         }
-        buf_reset(&env);
-        buf_appends(&env, ",\"payload\":");
-        if ((rc = sjson_encode(&env, payload, 0, err)))
+        event_begin(q, "enqueue", id);
+        buf_append(&q->ev, ",\"payload\":", 11);
+        size_t at = q->ev.len;
+        if ((rc = sjson_encode(&q->ev, payload, 0, err)))
             break;
-        json_t *own = own_payload(payload, env.data + 11, env.len - 11);
+        bool keyed;
+        json_t *own = own_payload(payload, q->ev.data + at, q->ev.len - at, &keyed);
         if (!own)
             q->own_failed = true;
-        event(q, lines, "enqueue", id, env.data, ts, false, own);
-        json_array_append_new(ea->ids, json_string(id));
+        event_end(q, lines, "enqueue", id, ts, false, own);
+        if (!q->own_failed)
+            q->own[q->nown - 1].f.keyed = keyed;
+        json_t *idj = json_stringn_nocheck(id, UUID7_LEN); /* checked or generated: ASCII */
+        if (!idj || json_array_append_new(ea->ids, idj)) {
+            rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            break;
+        }
     }
-    buf_free(&env);
     return rc;
 }
 
@@ -476,6 +561,7 @@ static int do_claim(queue *q, void *a, buf *lines, storh_err *err)
     claim_arg *ca = a;
     qstate *s = &q->st;
     int64_t ts = queue__now_s();
+    buf_reserve(lines, (ca->limit < s->pending ? ca->limit : s->pending) * 80);
     /* pick in FIFO order; the claim events move them to processing */
     size_t i = s->head;
     while (json_array_size(ca->jobs) < ca->limit && i < s->n) {
@@ -541,21 +627,20 @@ static int do_complete(queue *q, void *a, buf *lines, storh_err *err)
             return storh_err_set(err, STORH_EINVAL, "Id %zu: Invalid UUIDv7 value.", i);
     }
     int64_t ts = queue__now_s();
-    /* a scratch state tracks duplicates within the batch */
-    idmap seen;
-    if (idmap_init(&seen, 1) != 0)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    /* a job completed twice in the batch is skipped: its events are applied
+     * after the batch is written, so the job carries the batch's mark */
+    uint64_t mark = ++q->st.mark;
+    buf_reserve(lines, json_array_size(c->ids) * 96);
+    const char *extra = c->keep ? ",\"done\":true" : ",\"done\":false";
     json_array_foreach (c->ids, i, v) {
         const char *id = json_string_value(v);
         job *j = idmap_get(&q->st.jobs, id);
-        bool fresh;
-        if (!j || j->state != JOB_PROCESSING || !idmap_put(&seen, id, &fresh) || !fresh)
+        if (!j || j->state != JOB_PROCESSING || j->mark == mark)
             continue;
-        event(q, lines, "complete", id, c->keep ? ",\"done\":true" : ",\"done\":false", ts, c->keep,
-              NULL);
+        j->mark = mark;
+        event(q, lines, "complete", id, extra, ts, c->keep, NULL);
         c->n++;
     }
-    idmap_free(&seen);
     return 0;
 }
 

@@ -94,7 +94,7 @@ static bool apply_event(qstate *s, const event_fields *f)
         if (!j)
             return false;
         drop_payload(j);
-        j->payload = sjson_string_keyed(f->payload);
+        j->payload = f->keyed ? json_incref((json_t *)f->payload) : sjson_string_keyed(f->payload);
         set_state(s, j, JOB_PENDING);
         j->seq = ++s->seq;
         push_order(s, id, j->seq);
@@ -190,6 +190,7 @@ static bool fast_event(const char *j, size_t jl, event_fields *f)
     f->op = ops[k];
     f->ts = ts;
     f->payload = NULL;
+    f->keyed = false;
     return true;
 }
 
@@ -223,6 +224,7 @@ bool queue__apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap
             f.ts = json_is_integer(tsv) ? json_integer_value(tsv) : queue__now_s();
             f.done = json_is_true(json_object_get(ev, "done"));
             f.payload = json_object_get(ev, "payload");
+            f.keyed = false;
             if (!(ok = apply_event(s, &f)))
                 snprintf(msg, cap, "Unsupported log queue event: %.40s", op);
         }

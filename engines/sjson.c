@@ -8,10 +8,29 @@
 
 static const char hexdig[] = "0123456789abcdef";
 
+/* The bytes that sjson_encode_string cannot copy as they are: controls,
+ * quote, backslash, and 0xE2 (the lead byte of U+2028 and U+2029). */
+static bool needs_care(unsigned char c)
+{
+    return c < 0x20 || c == '"' || c == '\\' || c == 0xE2;
+}
+
 void sjson_encode_string(buf *out, const char *s, size_t len)
 {
     if (!buf_reserve(out, len + 2))
         return;
+    size_t plain = 0;
+    while (plain < len && !needs_care((unsigned char)s[plain]))
+        plain++;
+    if (plain == len) { /* most strings: copied in place, quoted */
+        char *p = out->data + out->len;
+        *p = '"';
+        memcpy(p + 1, s, len);
+        p[len + 1] = '"';
+        out->len += len + 2;
+        out->data[out->len] = '\0';
+        return;
+    }
     buf_appendc(out, '"');
     size_t run = 0; /* start of the pending unescaped run */
     for (size_t i = 0; i < len; i++) {

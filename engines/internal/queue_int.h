@@ -24,6 +24,7 @@ typedef struct job {
     int64_t ts;      /* claim time (processing) or completion time (done) */
     json_t *payload; /* owned; NULL once dropped */
     uint64_t seq;    /* position of the latest enqueue/requeue */
+    uint64_t mark;   /* the complete batch that last named it (qstate.mark) */
 } job;
 
 typedef struct order_ent {
@@ -36,6 +37,7 @@ typedef struct qstate {
     order_ent *order; /* claim order; stale entries are skipped lazily */
     size_t head, n, cap;
     uint64_t seq;
+    uint64_t mark; /* the latest complete batch: its duplicates are skipped */
     size_t pending, processing, done;
 } qstate;
 
@@ -63,6 +65,10 @@ struct queue {
     size_t nown, capown, nevents;
     bool own_failed;
     buf ev; /* scratch: the event being encoded */
+    /* the text of the latest event ts (a batch's events share theirs) */
+    int64_t ts_of;
+    char ts_text[24];
+    size_t ts_len;
 };
 
 typedef struct event_fields {
@@ -71,6 +77,7 @@ typedef struct event_fields {
     int64_t ts; /* the replaying process's clock when the event has none */
     bool done;
     const json_t *payload; /* enqueue only; may be NULL */
+    bool keyed;            /* payload has no integer key at the top (kept as is) */
 } event_fields;
 
 /* An event this process writes, with its line's place in the batch. */

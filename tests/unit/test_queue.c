@@ -616,6 +616,130 @@ TEST(own_events_apply_as_their_replay)
     json_decref(more);
 }
 
+static long lines_with(const char *log, const char *needle)
+{
+    long n = 0;
+    for (const char *p = log; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+/* An id named twice in one completeMany() is completed once (one event),
+ * and an id already completed by an earlier batch is not processing any
+ * more; a replay agrees. */
+TEST(complete_many_counts_each_job_once)
+{
+    queue *q = open_q("dups");
+    json_t *jobs = js("[{\"n\":1},{\"n\":2},{\"n\":3},{\"n\":4}]"), *ids, *c;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    CHECK_INT(queue_claim(q, 4, &c, NULL), 0);
+    json_decref(c);
+    const char *a = json_string_value(json_array_get(ids, 0)),
+               *b = json_string_value(json_array_get(ids, 1)),
+               *d = json_string_value(json_array_get(ids, 2)),
+               *e = json_string_value(json_array_get(ids, 3));
+    json_t *batch = json_pack("[ssss]", a, a, b, a);
+    size_t n = 99;
+    CHECK_INT(queue_complete_many(q, batch, true, &n, NULL), 0);
+    CHECK_INT(n, 2);
+    json_decref(batch);
+    batch = json_pack("[sssd]", a, d, d, e); /* a is done now; "d" is not a string */
+    CHECK_INT(queue_complete_many(q, batch, false, &n, NULL), STORH_EINVAL);
+    json_decref(batch);
+    batch = json_pack("[ssss]", a, d, d, e);
+    CHECK_INT(queue_complete_many(q, batch, false, &n, NULL), 0);
+    CHECK_INT(n, 2);
+    json_decref(batch);
+    CHECK_INT(count(q, "processing"), 0);
+    CHECK_INT(count(q, "done"), 2);
+    char *log = log_of("dups");
+    CHECK_INT(lines_with(log, "\"op\":\"complete\""), 4);
+    CHECK_INT(lines_with(log, "\"done\":true"), 2);
+    free(log);
+    queue_close(q);
+    q = open_q("dups");
+    CHECK_INT(count(q, "processing"), 0);
+    CHECK_INT(count(q, "done"), 2);
+    CHECK_INT(count(q, "pending"), 0);
+    queue_close(q);
+    json_decref(ids);
+    json_decref(jobs);
+}
+
+/* ---- PHP storh reads the batches storhd wrote (STORH_PHP_DIR) ---- */
+
+static const char php_claim[] =
+    "<?php\n"
+    "require getenv('STORH_PHP_DIR') . '/vendor/autoload.php';\n"
+    "[, $root] = $argv;\n"
+    "$q = new Storh\\Queue($root, 'interop');\n"
+    "$out = [];\n"
+    "foreach ($q->claimMany(1000) as $r) {\n"
+    "    $out[] = ['id' => $r->id(), 'payload' => $r->data()];\n"
+    "}\n"
+    "echo json_encode($out, JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE), \"\\n\";\n";
+
+TEST(php_reads_what_storhd_wrote)
+{
+    if (!getenv("STORH_PHP_DIR")) {
+        CHECK(!"STORH_PHP_DIR names the PHP storh checkout");
+        return;
+    }
+    /* strings with and without bytes to escape (quote, backslash, controls,
+     * U+2028, other non-ASCII), integer keys, nesting, batches */
+    json_t *jobs = json_array();
+    for (int i = 0; i < 60; i++)
+        json_array_append_new(
+            jobs, json_pack("{sssisss[si]s{ss}}", "kind", i % 2 ? "post" : "page", "n", i, "s",
+                            i % 3 ? "a\"b\\c\n\x01 \xe2\x80\xa8 \xe2\x82\xac/" : "plain", "l", "x",
+                            i, "o", "7", "seven"));
+    queue *q = open_q("interop");
+    json_t *ids, *c;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    CHECK_INT(queue_claim(q, 20, &c, NULL), 0);
+    json_t *done = json_array();
+    for (size_t i = 0; i < 10; i++)
+        json_array_append(done, json_object_get(json_array_get(c, i), "id"));
+    json_array_append(done, json_object_get(json_array_get(c, 0), "id"));
+    size_t n;
+    CHECK_INT(queue_complete_many(q, done, true, &n, NULL), 0);
+    CHECK_INT(n, 10);
+    json_decref(done);
+    json_decref(c);
+    queue_close(q);
+    char script[PATH_MAX], out[PATH_MAX], cmd[PATH_MAX * 4];
+    snprintf(script, sizeof script, "%s/claim.php", root);
+    snprintf(out, sizeof out, "%s/claim.json", root);
+    FILE *f = fopen(script, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(php_claim, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "php '%s' '%s' > '%s'", script, root, out);
+    CHECK_INT(system(cmd), 0);
+    json_t *got = json_load_file(out, 0, NULL);
+    CHECK_INT(json_array_size(got), 40); /* the 40 never claimed, in order */
+    /* what storhd itself hands out for the same jobs */
+    q = open_q("mirror");
+    json_t *ids2;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids2, NULL), 0);
+    CHECK_INT(queue_claim(q, 1000, &c, NULL), 0);
+    for (size_t i = 0; i < json_array_size(got); i++) {
+        json_t *g = json_array_get(got, i);
+        CHECK_STR(json_string_value(json_object_get(g, "id")),
+                  json_string_value(json_array_get(ids, 20 + i)));
+        CHECK(json_equal(json_object_get(g, "payload"),
+                         json_object_get(json_array_get(c, 20 + i), "payload")));
+    }
+    json_decref(c);
+    json_decref(ids2);
+    queue_close(q);
+    json_decref(got);
+    json_decref(ids);
+    json_decref(jobs);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(events_are_storh_bytes),
     TEST_ENTRY(fifo_requeue_and_replay),
@@ -627,6 +751,27 @@ static const test_case tests[] = {
     TEST_ENTRY(claim_out_of_memory_claims_nothing),
     TEST_ENTRY(verify_reports_why_the_log_is_unreadable),
     TEST_ENTRY(own_events_apply_as_their_replay),
+    TEST_ENTRY(complete_many_counts_each_job_once),
 };
 
-TMPDIR_TEST_MAIN(root, tests)
+/* run only when named: registered with -DSTORH_PHP_DIR */
+static const test_case named[] = {
+    TEST_ENTRY(php_reads_what_storhd_wrote),
+};
+
+static int run_cases(int argc, char **argv);
+static int run_named(int argc, char **argv);
+TEST_MAIN_NAMED(run_cases, tests)
+TEST_MAIN_NAMED(run_named, named)
+
+int main(int argc, char **argv)
+{
+    if (!tmpdir_make(root))
+        return 2;
+    bool one = false;
+    for (size_t i = 0; argc > 1 && i < sizeof named / sizeof named[0]; i++)
+        one = one || !strcmp(argv[1], named[i].name);
+    int rc = one ? run_named(argc, argv) : run_cases(argc, argv);
+    tmpdir_remove(root);
+    return rc;
+}
