@@ -3,21 +3,17 @@
  * /metrics reads of each push. */
 #include "mirror.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "estats.h"
 #include "fsx.h"
 #include "idmap.h"
 #include "mmemo.h"
-#include "recfile.h"
 #include "sjson.h"
 #include "mirror_int.h"
 
@@ -85,13 +81,6 @@ int mirror__source_get(const mirror_source *src, const char *id, json_t **data, 
     return src->ds ? docstore_get(src->ds, id, data, NULL, err)
                    : logset_get(&src->logs, id, data, err);
 }
-
-/* A row of the table as push reads it: its hash, whether that is a hash
- * this mirror makes (32 hex digits) and whether a record claimed it. */
-typedef struct have_row {
-    char hash[32];
-    bool ok, seen;
-} have_row;
 
 typedef struct push_ctx {
     mirror *m;
@@ -214,94 +203,29 @@ static int push_one(void *p, const char *id, const json_t *data, storh_err *err)
     return rc ? rc : consider(x, NULL, err);
 }
 
-/* The directory of listing entry i, opened once (fds: -1 until then). */
-static int entry_dir(const recfile_list *l, size_t i, int *fds)
-{
-    uint32_t d = l->e[i].dir;
-    if (fds[d] < 0)
-        fds[d] = open(l->arena + l->dirs[d], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    return fds[d];
-}
-
-/* Whether the record at listing entry i is what the table's row holds,
- * known without reading it: its file has the state it had when this
- * mirror last read it, and the row holds the hash it had then. -1 when
- * the file is gone (deleted since the listing). */
-static int known_unchanged(push_ctx *x, const recfile_list *l, size_t i, int *fds, have_row *have)
-{
-    if (!have->ok)
-        return 0;
-    const char *key = recfile_list_key(l, i);
-    int dfd = entry_dir(l, i, fds);
-    char name[IDMAP_KEY + 7];
-    memcpy(name, key, IDMAP_KEY);
-    memcpy(name + IDMAP_KEY, ".jsonc", 7);
-    struct stat st;
-    if (dfd < 0 || fstatat(dfd, name, &st, 0) != 0)
-        return dfd >= 0 && errno == ENOENT ? -1 : 0; /* else the read says why */
-    const char *h = mmemo_hash(x->memo, key, &st);
-    if (!h || memcmp(h, have->hash, 32))
-        return 0;
-    mmemo_seen(x->memo, key);
-    return 1;
-}
-
-/* Every record of a docstore, in id order as its stream: a record the
- * memo and the table both know as unchanged costs a stat, any other is
- * read and its row made from its bytes. */
+/* Every record of a docstore, in id order as its stream, read ahead by
+ * the feed: a record the memo and the table both know as unchanged costs
+ * the reader a stat, any other comes with its row made from its bytes. */
 static int push_docs(push_ctx *x, docstore *ds, storh_err *err)
 {
-    char data[PATH_MAX];
-    recfile_list l;
-    int rc = fsx_pathf(data, err, "%s/data", docstore_dir(ds));
-    if (rc)
-        return rc;
-    if (recfile_list_open(data, &l) != 0)
-        return storh_err_sys(err, errno, "Could not list records under %s", data);
-    int *fds = malloc((l.ndirs ? l.ndirs : 1) * sizeof *fds);
-    if (!fds) {
-        recfile_list_free(&l);
-        return storh_err_oom(err);
-    }
-    for (size_t d = 0; d < l.ndirs; d++)
-        fds[d] = -1;
-    if (x->memo)
-        mmemo_walk_begin(x->memo);
-    for (size_t i = 0; !rc && i < l.n; i++) {
-        const char *key = recfile_list_key(&l, i);
-        bool uuid = l.e[i].klen == IDMAP_KEY && uuid7_is_valid(key, IDMAP_KEY);
-        have_row *have = uuid ? idmap_get(&x->rows, key) : NULL;
-        if (have && x->memo) {
-            int k = known_unchanged(x, &l, i, fds, have);
-            if (k < 0)
-                continue;
-            if (k > 0) {
-                have->seen = true;
-                x->unchanged++;
-                continue;
-            }
+    mfeed *f = NULL;
+    int rc = mirror__feed_open(x->m, x->c, ds, &x->rows, x->memo, &f, err);
+    while (!rc) {
+        mfeed_item *it = mirror__feed_next(f);
+        if (it->kind == MFEED_END)
+            break;
+        if (it->kind == MFEED_ERR) {
+            rc = it->rc;
+            if (err)
+                *err = it->err;
+        } else {
+            mrow tmp = x->pend[x->npend]; /* the row moves to pend, buffers and all */
+            x->pend[x->npend] = it->r;
+            it->r = tmp;
+            rc = consider(x, it->have, err);
         }
-        char path[PATH_MAX];
-        struct stat st;
-        if (recfile_list_path(&l, i, path) != 0)
-            continue; /* as the stream: a name too long to open */
-        rc = mirror__row_file(x->m, x->c, &x->pend[x->npend], path, key, &st, err);
-        if (rc == STORH_ENOTFOUND) {
-            rc = 0; /* deleted since the listing */
-            continue;
-        }
-        if (!rc && uuid && x->memo)
-            mmemo_put(x->memo, key, &st, x->pend[x->npend].hash);
-        if (!rc)
-            rc = consider(x, have, err);
     }
-    if (!rc && x->memo)
-        mmemo_walk_end(x->memo);
-    for (size_t d = 0; d < l.ndirs; d++)
-        if (fds[d] >= 0)
-            close(fds[d]);
-    free(fds);
-    recfile_list_free(&l);
+    x->unchanged += mirror__feed_close(f);
     return rc;
 }
 

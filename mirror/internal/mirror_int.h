@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "buf.h"
+#include "idmap.h"
 #include "mirror.h"
 
 #define DELETE_CHUNK 500
@@ -46,6 +47,26 @@ typedef struct mrow {
     char hash[33];
 } mrow;
 
+/* A row of the table as push reads it: its hash, whether that is a hash
+ * this mirror makes (32 hex digits) and whether a record claimed it. */
+typedef struct have_row {
+    char hash[32];
+    bool ok, seen;
+} have_row;
+
+/* An item of a push's feed (mirror_feed.c): a record's row, the end, or
+ * an error (rc, err). have: the table's row of the record's id, NULL when
+ * none (or not a 36-byte id). */
+typedef enum { MFEED_ROW, MFEED_END, MFEED_ERR } mfeed_kind;
+typedef struct mfeed_item {
+    mfeed_kind kind;
+    have_row *have;
+    mrow r;
+    int rc;
+    storh_err err;
+} mfeed_item;
+typedef struct mfeed mfeed;
+
 /* mirror.c */
 int mirror__connect_db(mirror *m, storh_err *err);
 bool mirror__is_pg(const mirror *m);
@@ -62,6 +83,16 @@ int mirror__source_get(const mirror_source *src, const char *id, json_t **data, 
 void mirror__add_total(json_t *totals, const char *k, long v);
 /* The mirror's memo of c's record files (mmemo.h); NULL for a log. */
 struct mmemo *mirror__memo(mirror *m, const mirror_coll *c);
+
+/* mirror_feed.c: the records of ds in id order, read ahead. rows (id ->
+ * have_row) is only read, memo (NULL: none) is the feed's until closed. */
+int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const idmap *rows,
+                      struct mmemo *memo, mfeed **out, storh_err *err);
+/* The next item, the push's until the next call (the end repeats). A
+ * record known unchanged is no item: the feed marks its row seen. */
+mfeed_item *mirror__feed_next(mfeed *f);
+/* Stops the reader and frees the feed: the records it knew unchanged. */
+long mirror__feed_close(mfeed *f);
 
 /* mirror_rows.c */
 void mirror__row_free(mrow *r);
