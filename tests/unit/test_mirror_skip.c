@@ -393,6 +393,79 @@ TEST(rows_from_bytes_equal_rows_from_data)
     mirror_free(m);
 }
 
+/* Enough records for the push to read ahead on its reader thread: rows
+ * changed, deleted and unchanged all counted, and a record that does not
+ * decode fails the push mid-walk and leaves the table as it was. */
+TEST(push_reads_ahead_many_records)
+{
+    enum { N = 600 };
+    char dir[PATH_MAX], id[64], data[96], path[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/many", root);
+    mirror *m = make();
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    storh_err err;
+    const mirror_coll *c = mirror_find(m, "sk", false, &err);
+    mirror_uninstall(m, c, NULL);
+    docstore *ds = NULL;
+    docstore_open(dir, "sk", &ds, NULL);
+    docstore_stage *st = NULL;
+    CHECK_INT(docstore_stage_begin(ds, &st, &err), 0);
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
+        snprintf(data, sizeof data, "{\"slug\":\"m%d\",\"v\":%d}", i, i);
+        json_t *d = js(data);
+        char out[UUID7_LEN + 1];
+        CHECK_INT(docstore_stage_put(st, id, d, out, &err), 0);
+        json_decref(d);
+    }
+    CHECK_INT(docstore_stage_commit(st, NULL, &err), 0);
+    json_t *t = push(m, c, ds);
+    CHECK_INT(total(t, "inserted"), N);
+    json_decref(t);
+    for (int i = 50; i < N; i += 50) { /* 11 changed */
+        snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
+        snprintf(data, sizeof data, "{\"slug\":\"m%d\",\"v\":%d}", i, -i);
+        put(ds, id, data);
+    }
+    for (int i = 7; i < N; i += 100) { /* 6 deleted */
+        snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
+        record_path(ds, id, path);
+        CHECK_INT(unlink(path), 0);
+    }
+    /* one record that does not decode, half way */
+    snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + 301);
+    record_path(ds, id, path);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("{\"id\":", f);
+        fclose(f);
+    }
+    mirror_source src = {.ds = ds};
+    t = json_object();
+    CHECK(mirror_push(m, c, &src, t, &err) != 0);
+    json_decref(t);
+    CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\"", NULL), N);
+    CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\" WHERE \"v\" < 0", NULL), 0);
+    CHECK_INT(unlink(path), 0);
+    t = push(m, c, ds);
+    CHECK_INT(total(t, "updated"), 11);
+    CHECK_INT(total(t, "deleted"), 7); /* 6 deleted and the one that did not decode */
+    CHECK_INT(total(t, "inserted"), 0);
+    CHECK_INT(total(t, "unchanged"), N - 7 - 11);
+    json_decref(t);
+    CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\"", NULL), N - 7);
+    CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\" WHERE \"v\" < 0", NULL), 11);
+    t = push(m, c, ds);
+    CHECK_INT(total(t, "unchanged"), N - 7);
+    json_decref(t);
+    mirror_uninstall(m, c, NULL);
+    docstore_close(ds);
+    mirror_free(m);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(push_sees_same_size_rewrite_in_place),
     TEST_ENTRY(push_sees_same_size_replace),
@@ -400,6 +473,7 @@ static const test_case tests[] = {
     TEST_ENTRY(flush_sees_same_size_rewrite),
     TEST_ENTRY(push_repairs_rows_another_writer_changed),
     TEST_ENTRY(rows_from_bytes_equal_rows_from_data),
+    TEST_ENTRY(push_reads_ahead_many_records),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
