@@ -72,10 +72,7 @@ static int known_unchanged(mfeed *f, size_t i, const have_row *have)
     if (dfd < 0 || fstatat(dfd, name, &st, 0) != 0)
         return dfd >= 0 && errno == ENOENT ? -1 : 0; /* else the read says why */
     const char *h = mmemo_hash(f->memo, key, &st);
-    if (!h || memcmp(h, have->hash, 32))
-        return 0;
-    mmemo_seen(f->memo, key);
-    return 1;
+    return h && !memcmp(h, have->hash, 32);
 }
 
 /* The next item into it: a row, a record known unchanged, the end, or an

@@ -32,12 +32,15 @@ static bool same_state(const mmemo_ent *e, const struct stat *st)
            e->ctim.tv_sec == st->st_ctim.tv_sec && e->ctim.tv_nsec == st->st_ctim.tv_nsec;
 }
 
-const char *mmemo_hash(const mmemo *m, const char *id, const struct stat *st)
+const char *mmemo_hash(mmemo *m, const char *id, const struct stat *st)
 {
     if (!m->ready)
         return NULL;
-    const mmemo_ent *e = idmap_get(&m->map, id);
-    return e && same_state(e, st) ? e->hash : NULL;
+    mmemo_ent *e = idmap_get(&m->map, id);
+    if (!e || !same_state(e, st))
+        return NULL;
+    e->gen = m->gen;
+    return e->hash;
 }
 
 void mmemo_put(mmemo *m, const char *id, const struct stat *st, const char *hash)
@@ -60,13 +63,6 @@ void mmemo_forget(mmemo *m, const char *id)
 void mmemo_walk_begin(mmemo *m)
 {
     m->gen++;
-}
-
-void mmemo_seen(mmemo *m, const char *id)
-{
-    mmemo_ent *e = m->ready ? idmap_get(&m->map, id) : NULL;
-    if (e)
-        e->gen = m->gen;
 }
 
 void mmemo_walk_end(mmemo *m)

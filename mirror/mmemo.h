@@ -27,16 +27,16 @@ typedef struct mmemo {
 
 void mmemo_free(mmemo *m);
 /* The 32 hex digits of the hash of id's data when st is the state of the
- * file it was read from, else NULL. */
-const char *mmemo_hash(const mmemo *m, const char *id, const struct stat *st);
+ * file it was read from, else NULL. A match counts as seen by the walk. */
+const char *mmemo_hash(mmemo *m, const char *id, const struct stat *st);
 /* Remembers id's file state and its data's hash (hash: 32 hex digits).
  * Out of memory or over MMEMO_MAX only forgets. */
 void mmemo_put(mmemo *m, const char *id, const struct stat *st, const char *hash);
 void mmemo_forget(mmemo *m, const char *id);
-/* A full walk: mmemo_walk_begin, mmemo_seen for each record found, then
- * mmemo_walk_end drops every id the walk did not see (deleted records). */
+/* A full walk: mmemo_walk_begin, mmemo_hash or mmemo_put for each record
+ * found, then mmemo_walk_end drops every id the walk did not see (deleted
+ * records, or changed and not read again). */
 void mmemo_walk_begin(mmemo *m);
-void mmemo_seen(mmemo *m, const char *id);
 void mmemo_walk_end(mmemo *m);
 
 #endif
