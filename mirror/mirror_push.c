@@ -103,8 +103,11 @@ static int collect_row(void *ctx, int n, const char *const *v, const size_t *l)
     push_ctx *x = ctx;
     if (n < 2 || !v[0] || !v[1])
         return 0;
-    if (l[0] != IDMAP_KEY || strlen(v[0]) != IDMAP_KEY)
-        return json_object_set_new(x->odd, v[0], json_string(v[1])) ? STORH_ENOMEM : 0;
+    if (l[0] != IDMAP_KEY || strlen(v[0]) != IDMAP_KEY) {
+        /* an id no record can have; one that is not UTF-8 is left alone */
+        json_object_set_new(x->odd, v[0], json_string(v[1]));
+        return 0;
+    }
     have_row *h = idmap_put(&x->rows, v[0], NULL);
     if (!h)
         return STORH_ENOMEM;
