@@ -33,7 +33,8 @@ struct mfeed {
     const idmap *rows;
     mmemo *memo;
     recfile_list l;
-    int *fds;       /* the listing's directories, opened once (-1 until then) */
+    int datafd;     /* data/, opened once: files are stated relative to it */
+    size_t datalen; /* strlen of data/'s path, as the listing's paths begin */
     size_t next;    /* the listing entry the reader takes next */
     long unchanged; /* records known unchanged (their rows marked seen) */
     bool done;      /* the reader handed out its last item */
@@ -48,13 +49,27 @@ struct mfeed {
     pthread_cond_t made, freed;
 };
 
-/* The directory of listing entry i. */
-static int entry_dir(mfeed *f, size_t i)
+/* The path of entry i relative to data/ into out (PATH_MAX); -1 if too
+ * long. One descriptor for the whole walk (the service's budget sets a
+ * few aside per mirror), not one per shard. */
+static int entry_rel(const mfeed *f, size_t i, char *out)
 {
-    uint32_t d = f->l.e[i].dir;
-    if (f->fds[d] < 0)
-        f->fds[d] = open(f->l.arena + f->l.dirs[d], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    return f->fds[d];
+    const char *dir = f->l.arena + f->l.dirs[f->l.e[i].dir];
+    size_t dl = strlen(dir), k = 0;
+    if (dl > f->datalen) { /* a shard: "<xx>/" */
+        k = dl - f->datalen - 1;
+        if (k + 1 >= PATH_MAX)
+            return -1;
+        memcpy(out, dir + f->datalen + 1, k);
+        out[k++] = '/';
+    }
+    const char *key = recfile_list_key(&f->l, i);
+    size_t kl = f->l.e[i].klen;
+    if (k + kl + 7 > PATH_MAX)
+        return -1;
+    memcpy(out + k, key, kl);
+    memcpy(out + k + kl, ".jsonc", 7);
+    return 0;
 }
 
 /* 1 when the record at entry i is what its row holds, known without
@@ -64,13 +79,10 @@ static int known_unchanged(mfeed *f, size_t i, const have_row *have)
     if (!have->ok)
         return 0;
     const char *key = recfile_list_key(&f->l, i);
-    int dfd = entry_dir(f, i);
-    char name[IDMAP_KEY + 7];
-    memcpy(name, key, IDMAP_KEY);
-    memcpy(name + IDMAP_KEY, ".jsonc", 7);
+    char rel[PATH_MAX];
     struct stat st;
-    if (dfd < 0 || fstatat(dfd, name, &st, 0) != 0)
-        return dfd >= 0 && errno == ENOENT ? -1 : 0; /* else the read says why */
+    if (f->datafd < 0 || entry_rel(f, i, rel) != 0 || fstatat(f->datafd, rel, &st, 0) != 0)
+        return f->datafd >= 0 && errno == ENOENT ? -1 : 0; /* else the read says why */
     const char *h = mmemo_hash(f->memo, key, &st);
     return h && !memcmp(h, have->hash, 32);
 }
@@ -163,14 +175,8 @@ int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const
         free(f);
         return rc;
     }
-    f->fds = malloc((f->l.ndirs ? f->l.ndirs : 1) * sizeof *f->fds);
-    if (!f->fds) {
-        recfile_list_free(&f->l);
-        free(f);
-        return storh_err_oom(err);
-    }
-    for (size_t d = 0; d < f->l.ndirs; d++)
-        f->fds[d] = -1;
+    f->datalen = strlen(data);
+    f->datafd = f->l.n ? open(data, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     if (memo)
         mmemo_walk_begin(memo);
     pthread_mutex_init(&f->mu, NULL);
@@ -229,10 +235,8 @@ long mirror__feed_close(mfeed *f)
     pthread_cond_destroy(&f->freed);
     for (size_t i = 0; i < RING; i++)
         mirror__row_free(&f->ring[i].r);
-    for (size_t d = 0; d < f->l.ndirs; d++)
-        if (f->fds[d] >= 0)
-            close(f->fds[d]);
-    free(f->fds);
+    if (f->datafd >= 0)
+        close(f->datafd);
     recfile_list_free(&f->l);
     long unchanged = f->unchanged;
     free(f);
