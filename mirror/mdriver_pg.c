@@ -89,21 +89,28 @@ static int pg_query(mdriver *md, const char *sql, const mparam *p, int np, mrow_
     if (np > MAX_PARAMS)
         return storh_err_set(err, STORH_EINVAL, "Too many SQL parameters.");
     /* text-format parameters are NUL-terminated strings: every value the
-     * mirror binds is (canonical JSON escapes NUL as \u0000) */
+     * mirror binds holds no NUL (canonical JSON escapes it as \u0000), but
+     * a value taken from inside a record's bytes (p[i].len bytes of a
+     * longer buffer) is copied to end it */
     const char **vals = calloc((size_t)np + 1, sizeof *vals);
     char(*nums)[32] = calloc((size_t)np + 1, sizeof *nums);
-    if (!vals || !nums) {
+    char **copies = calloc((size_t)np + 1, sizeof *copies);
+    if (!vals || !nums || !copies) {
         free(vals);
         free(nums);
+        free(copies);
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     }
-    for (int i = 0; i < np; i++) {
+    for (int i = 0; i < np && !rc; i++) {
         switch (p[i].type) {
         case MPARAM_NULL:
             vals[i] = NULL;
             break;
         case MPARAM_TEXT:
             vals[i] = p[i].text;
+            if (p[i].text[p[i].len] != '\0' &&
+                !(vals[i] = copies[i] = strndup(p[i].text, p[i].len)))
+                rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
             break;
         case MPARAM_INT:
             snprintf(nums[i], sizeof nums[i], "%lld", (long long)p[i].i);
@@ -117,23 +124,26 @@ static int pg_query(mdriver *md, const char *sql, const mparam *p, int np, mrow_
             vals[i] = nums[i];
         }
     }
-    PGresult *r;
-    if (np == 0 && !fn) {
+    PGresult *r = NULL;
+    if (rc) {
+        /* a copy failed: nothing is sent */
+    } else if (np == 0 && !fn) {
         r = PQexec(d->conn, sql); /* DDL and transaction control */
     } else if (np > 64) {
         /* a one-off multi-row statement: not worth a prepared slot */
         r = PQexecParams(d->conn, sql, np, NULL, vals, NULL, NULL, 0);
     } else {
         const char *name = prepared(d, sql, np, err, &rc);
-        if (!name) {
-            free(vals);
-            free(nums);
-            return rc;
-        }
-        r = PQexecPrepared(d->conn, name, np, vals, NULL, NULL, 0);
+        if (name)
+            r = PQexecPrepared(d->conn, name, np, vals, NULL, NULL, 0);
     }
+    for (int i = 0; i < np; i++)
+        free(copies[i]);
+    free(copies);
     free(vals);
     free(nums);
+    if (!r && rc)
+        return rc;
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         return result_error(d, r, err);

@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "sjson.h"
+#include "mmemo.h"
 #include "xxhash.h"
 #include "mirror_int.h"
 
@@ -177,6 +178,9 @@ void mirror_free(mirror *m)
         free(m->c[i]->name);
         free(m->c[i]->table);
         schema_free(&m->c[i]->sch);
+        if (m->c[i]->memo)
+            mmemo_free(m->c[i]->memo);
+        free(m->c[i]->memo);
         free(m->c[i]);
     }
     free(m->c);
@@ -212,6 +216,19 @@ json_t *mirror_collections(mirror *m)
         json_object_set_new(out, m->c[i]->name, json_boolean(m->c[i]->is_log));
     pthread_mutex_unlock(&m->mu);
     return out;
+}
+
+struct mmemo *mirror__memo(mirror *m, const mirror_coll *c)
+{
+    if (c->is_log)
+        return NULL;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->c[i] == c) {
+            if (!m->c[i]->memo)
+                m->c[i]->memo = calloc(1, sizeof(mmemo));
+            return m->c[i]->memo;
+        }
+    return NULL;
 }
 
 int mirror__connect_db(mirror *m, storh_err *err)

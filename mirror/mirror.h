@@ -29,6 +29,7 @@ typedef struct mirror_coll {
     bool is_log;
     schema sch;              /* typed columns; may be empty */
     unsigned long long mark; /* mirror_writes() when its last good push began */
+    struct mmemo *memo;      /* its record files as last read (mmemo.h); lazily */
 } mirror_coll;
 
 typedef struct mirror_source {

@@ -3,6 +3,7 @@
  * /metrics reads of each push. */
 #include "mirror.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,9 @@
 
 #include "buf.h"
 #include "estats.h"
+#include "fsx.h"
+#include "idmap.h"
+#include "mmemo.h"
 #include "sjson.h"
 #include "mirror_int.h"
 
@@ -29,44 +33,6 @@ static void insert_sql(const mirror *m, const mirror_coll *c, row_stmt *s)
     for (int i = 0; i < s->ncols; i++)
         buf_printf(&s->sql, mirror__is_pg(m) ? "%s$%d" : "%s?", i ? ", " : "", i + 1);
     buf_appendc(&s->sql, ')');
-}
-
-/* The parameters of one row: values point into data / hash / text. */
-static int row_params(const mirror *m, const mirror_coll *c, const char *id, const char *hash,
-                      const buf *text, const json_t *data, mparam *p)
-{
-    int k = 0;
-    p[k++] = (mparam){MPARAM_TEXT, id, strlen(id), 0, 0};
-    p[k++] = (mparam){MPARAM_TEXT, hash, 32, 0, 0};
-    for (size_t i = 0; i < c->sch.n; i++) {
-        const schema_field *f = &c->sch.f[i];
-        if (!mirror__col_type(m, f))
-            continue;
-        json_t *v = json_is_object(data) ? json_object_get(data, f->name) : NULL;
-        mparam q = {MPARAM_NULL, NULL, 0, 0, 0};
-        if (f->type == SCHEMA_STRING && json_is_string(v))
-            q = (mparam){MPARAM_TEXT, json_string_value(v), json_string_length(v), 0, 0};
-        else if (f->type == SCHEMA_INT && json_is_integer(v))
-            q = (mparam){MPARAM_INT, NULL, 0, json_integer_value(v), 0};
-        else if (f->type == SCHEMA_FLOAT && json_is_number(v))
-            q = (mparam){MPARAM_REAL, NULL, 0, 0, json_number_value(v)};
-        else if (f->type == SCHEMA_BOOL && json_is_boolean(v))
-            q = (mparam){MPARAM_BOOL, NULL, 0, json_is_true(v), 0};
-        p[k++] = q;
-    }
-    p[k++] = (mparam){MPARAM_TEXT, text->data, text->len, 0, 0};
-    return k;
-}
-
-/* One row whose canonical text and hash the caller has made. */
-static int insert_row(mirror *m, const mirror_coll *c, const row_stmt *ins, const char *id,
-                      const json_t *data, const buf *text, const char *hash, storh_err *err)
-{
-    mparam p[40];
-    if (ins->ncols > 40)
-        return storh_err_set(err, STORH_EINVAL, "Too many typed columns.");
-    int np = row_params(m, c, id, hash, text, data, p);
-    return mdriver_exec(m->db, ins->sql.data, p, np, err);
 }
 
 int mirror__collect_pair(void *ctx, int n, const char *const *v, const size_t *l)
@@ -116,37 +82,39 @@ int mirror__source_get(const mirror_source *src, const char *id, json_t **data, 
                    : logset_get(&src->logs, id, data, err);
 }
 
-/* A row waiting for the next multi-row INSERT: its canonical text and hash
- * made once, when the record was compared. */
-typedef struct pend_row {
-    char *id;
-    json_t *data;
-    buf text;
-    char hash[33];
-} pend_row;
-
 typedef struct push_ctx {
     mirror *m;
     const mirror_coll *c;
-    json_t *rows; /* id -> hash, removed as records are seen */
+    idmap rows;  /* id -> have_row, for the table's 36-byte ids */
+    json_t *odd; /* id -> hash, for any other id */
+    mmemo *memo; /* NULL: no memo (a log) */
     row_stmt ins;
     buf del;
-    buf text;       /* the current record's canonical text */
-    pend_row *pend; /* INSERT_BATCH rows waiting for one multi-row INSERT */
+    mrow *pend; /* INSERT_BATCH rows waiting for one multi-row INSERT */
     size_t npend;
-    buf batch; /* the multi-row INSERT of batch_n rows, made once */
+    mparam *params; /* INSERT_BATCH * ncols */
+    buf batch;      /* the multi-row INSERT of batch_n rows, made once */
     size_t batch_n;
     long inserted, updated, unchanged;
 } push_ctx;
 
-static void clear_pending(push_ctx *x)
+static int collect_row(void *ctx, int n, const char *const *v, const size_t *l)
 {
-    for (size_t r = 0; r < x->npend; r++) {
-        free(x->pend[r].id);
-        json_decref(x->pend[r].data);
-        buf_free(&x->pend[r].text);
+    push_ctx *x = ctx;
+    if (n < 2 || !v[0] || !v[1])
+        return 0;
+    if (l[0] != IDMAP_KEY || strlen(v[0]) != IDMAP_KEY) {
+        /* an id no record can have; one that is not UTF-8 is left alone */
+        json_object_set_new(x->odd, v[0], json_string(v[1]));
+        return 0;
     }
-    x->npend = 0;
+    have_row *h = idmap_put(&x->rows, v[0], NULL);
+    if (!h)
+        return STORH_ENOMEM;
+    h->ok = l[1] == 32;
+    if (h->ok)
+        memcpy(h->hash, v[1], 32);
+    return 0;
 }
 
 /* The INSERT of n rows into x->batch (kept while n stays the same). */
@@ -182,84 +150,138 @@ static int flush_inserts(push_ctx *x, storh_err *err)
     if (!n)
         return 0;
     int cols = x->ins.ncols;
-    mparam *p = calloc(n * (size_t)cols, sizeof *p);
     batch_sql(x, n);
-    int rc = p && !buf_failed(&x->batch) ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    for (size_t r = 0; !rc && r < n; r++) {
-        pend_row *w = &x->pend[r];
-        row_params(x->m, x->c, w->id, w->hash, &w->text, w->data, p + r * (size_t)cols);
-    }
+    int rc = !buf_failed(&x->batch) ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    for (size_t r = 0; !rc && r < n; r++)
+        mirror__row_params(x->m, x->c, &x->pend[r], x->params + r * (size_t)cols);
     if (!rc)
-        rc = mdriver_exec(x->m->db, x->batch.data, p, (int)n * cols, err);
-    free(p);
-    clear_pending(x);
+        rc = mdriver_exec(x->m->db, x->batch.data, x->params, (int)n * cols, err);
+    x->npend = 0;
     return rc;
 }
 
-static int push_one(void *p, const char *id, const json_t *data, storh_err *err)
+/* The row in x->pend[x->npend], made from the current record: left out
+ * when the table holds it already, else queued for the next INSERT (after
+ * deleting the row it replaces). have: the table's row of that id, if
+ * looked up already. */
+static int consider(push_ctx *x, have_row *have, storh_err *err)
 {
-    push_ctx *x = p;
-    buf_reset(&x->text);
-    int rc = sjson_encode(&x->text, data, 0, err);
-    if (rc)
-        return rc;
-    char hash[33];
-    mirror__hash_text(x->text.data, x->text.len, hash);
-    json_t *have = json_object_get(x->rows, id);
-    if (have && !strcmp(json_string_value(have), hash)) {
+    mrow *r = &x->pend[x->npend];
+    const char *id = r->id.data;
+    json_t *odd = NULL;
+    if (!have && r->id.len == IDMAP_KEY)
+        have = idmap_get(&x->rows, id);
+    else if (!have)
+        odd = json_object_get(x->odd, id);
+    if (have && have->ok && !memcmp(have->hash, r->hash, 32)) {
+        have->seen = true;
         x->unchanged++;
-        json_object_del(x->rows, id);
         return 0;
     }
-    if (have) {
-        mparam p1 = {MPARAM_TEXT, id, strlen(id), 0, 0};
+    int rc = 0;
+    if (have || odd) {
+        mparam p1 = {MPARAM_TEXT, id, r->id.len, 0, 0};
         rc = mdriver_exec(x->m->db, x->del.data, &p1, 1, err);
-        json_object_del(x->rows, id);
+        if (have)
+            have->seen = true;
+        else
+            json_object_del(x->odd, id);
         x->updated++;
     } else {
         x->inserted++;
     }
     if (rc)
         return rc;
-    pend_row *w = &x->pend[x->npend];
-    *w = (pend_row){strdup(id), json_incref((json_t *)data), x->text, {0}};
-    x->text = (buf)BUF_INIT; /* the row owns the text now */
-    memcpy(w->hash, hash, sizeof hash);
     x->npend++;
-    if (!w->id)
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     /* SQLite binds at most 32766 parameters, PostgreSQL 65535 */
     if (x->npend >= INSERT_BATCH || (x->npend + 1) * (size_t)x->ins.ncols > 30000)
         return flush_inserts(x, err);
     return 0;
 }
 
-static int delete_rest(mirror *m, const mirror_coll *c, json_t *rows, long *deleted, storh_err *err)
+static int push_one(void *p, const char *id, const json_t *data, storh_err *err)
 {
-    size_t n = json_object_size(rows);
-    const char **ids = malloc((n ? n : 1) * sizeof *ids);
-    size_t k = 0;
-    const char *id;
-    json_t *v;
-    json_object_foreach (rows, id, v)
-        ids[k++] = id;
-    int rc = 0;
-    for (size_t i = 0; !rc && i < n; i += DELETE_CHUNK) {
-        size_t cnt = n - i < DELETE_CHUNK ? n - i : DELETE_CHUNK;
-        buf sql = BUF_INIT;
-        buf_printf(&sql, "DELETE FROM \"%s\" WHERE \"id\" IN (", c->table);
-        mparam p[DELETE_CHUNK];
-        for (size_t j = 0; j < cnt; j++) {
-            buf_printf(&sql, mirror__is_pg(m) ? "%s$%zu" : "%s?", j ? ", " : "", j + 1);
-            p[j] = (mparam){MPARAM_TEXT, ids[i + j], strlen(ids[i + j]), 0, 0};
+    push_ctx *x = p;
+    int rc = mirror__row_data(&x->pend[x->npend], id, data, err);
+    return rc ? rc : consider(x, NULL, err);
+}
+
+/* Every record of a docstore, in id order as its stream, read ahead by
+ * the feed: a record the memo and the table both know as unchanged costs
+ * the reader a stat, any other comes with its row made from its bytes. */
+static int push_docs(push_ctx *x, docstore *ds, storh_err *err)
+{
+    mfeed *f = NULL;
+    int rc = mirror__feed_open(x->m, x->c, ds, &x->rows, x->memo, &f, err);
+    while (!rc) {
+        mfeed_item *it = mirror__feed_next(f);
+        if (it->kind == MFEED_END)
+            break;
+        if (it->kind == MFEED_ERR) {
+            rc = it->rc;
+            if (err)
+                *err = it->err;
+        } else {
+            mrow tmp = x->pend[x->npend]; /* the row moves to pend, buffers and all */
+            x->pend[x->npend] = it->r;
+            it->r = tmp;
+            rc = consider(x, it->have, err);
         }
-        buf_appendc(&sql, ')');
-        rc = mdriver_exec(m->db, sql.data, p, (int)cnt, err);
-        buf_free(&sql);
     }
-    free(ids);
-    if (!rc)
-        *deleted += (long)n;
+    x->unchanged += mirror__feed_close(f);
+    return rc;
+}
+
+static int delete_chunk(mirror *m, const mirror_coll *c, const char **ids, size_t cnt,
+                        storh_err *err)
+{
+    buf sql = BUF_INIT;
+    buf_printf(&sql, "DELETE FROM \"%s\" WHERE \"id\" IN (", c->table);
+    mparam p[DELETE_CHUNK];
+    for (size_t j = 0; j < cnt; j++) {
+        buf_printf(&sql, mirror__is_pg(m) ? "%s$%zu" : "%s?", j ? ", " : "", j + 1);
+        p[j] = (mparam){MPARAM_TEXT, ids[j], strlen(ids[j]), 0, 0};
+    }
+    buf_appendc(&sql, ')');
+    int rc =
+        buf_failed(&sql) ? storh_err_oom(err) : mdriver_exec(m->db, sql.data, p, (int)cnt, err);
+    buf_free(&sql);
+    return rc;
+}
+
+/* Deletes the rows no record claimed. */
+static int delete_rest(push_ctx *x, long *deleted, storh_err *err)
+{
+    const char *ids[DELETE_CHUNK];
+    size_t k = 0, pos = 0;
+    const char *id;
+    void *v;
+    int rc = 0;
+    while (!rc && idmap_next(&x->rows, &pos, &id, &v)) {
+        if (((have_row *)v)->seen)
+            continue;
+        ids[k++] = id; /* the map is not changed while these are used */
+        if (k == DELETE_CHUNK) {
+            rc = delete_chunk(x->m, x->c, ids, k, err);
+            *deleted += (long)k;
+            k = 0;
+        }
+    }
+    json_t *h;
+    json_object_foreach (x->odd, id, h) {
+        if (rc)
+            break;
+        ids[k++] = id;
+        if (k == DELETE_CHUNK) {
+            rc = delete_chunk(x->m, x->c, ids, k, err);
+            *deleted += (long)k;
+            k = 0;
+        }
+    }
+    if (!rc && k) {
+        rc = delete_chunk(x->m, x->c, ids, k, err);
+        *deleted += (long)k;
+    }
     return rc;
 }
 
@@ -338,22 +360,13 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         push_outcome(m, c, false, mark);
         return mirror__settle(m, rc);
     }
-    push_ctx x = {m,
-                  c,
-                  json_object(),
-                  {BUF_INIT, 0},
-                  BUF_INIT,
-                  BUF_INIT,
-                  calloc(INSERT_BATCH, sizeof(pend_row)),
-                  0,
-                  BUF_INIT,
-                  0,
-                  0,
-                  0,
-                  0};
-    if (!x.rows || !x.pend)
-        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    push_ctx x = {.m = m, .c = c, .odd = json_object(), .memo = mirror__memo(m, c)};
     insert_sql(m, c, &x.ins);
+    x.pend = calloc(INSERT_BATCH, sizeof *x.pend);
+    x.params = calloc(INSERT_BATCH * (size_t)x.ins.ncols, sizeof *x.params);
+    if (idmap_init(&x.rows, sizeof(have_row)) != 0 || !x.odd || !x.pend || !x.params ||
+        buf_failed(&x.ins.sql) || (!c->is_log && !x.memo))
+        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     buf_printf(&x.del, "DELETE FROM \"%s\" WHERE \"id\" = %s", c->table,
                mirror__is_pg(m) ? "$1" : "?");
     char sel[256];
@@ -363,16 +376,16 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
             rc = mdriver_exec(m->db, sel, NULL, 0, err); /* the table is empty: nothing to read */
     } else {
         snprintf(sel, sizeof sel, "SELECT \"id\", \"hash\" FROM \"%s\"", c->table);
-        if (!rc)
-            rc = mdriver_query(m->db, sel, NULL, 0, mirror__collect_pair, x.rows, err);
+        if (!rc && (rc = mdriver_query(m->db, sel, NULL, 0, collect_row, &x, err)) == STORH_ENOMEM)
+            storh_err_oom(err);
     }
     if (!rc)
-        rc = mirror__each_record(src, push_one, &x, err);
+        rc = src->ds ? push_docs(&x, src->ds, err) : mirror__each_record(src, push_one, &x, err);
     if (!rc)
         rc = flush_inserts(&x, err);
     long deleted = 0;
     if (!rc)
-        rc = delete_rest(m, c, x.rows, &deleted, err);
+        rc = delete_rest(&x, &deleted, err);
     if (!rc)
         rc = mdriver_exec(m->db, "COMMIT", NULL, 0, err);
     if (rc) {
@@ -388,11 +401,12 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         m->push_seconds += now_s() - t0;
     }
     push_outcome(m, c, rc == 0, mark);
-    json_decref(x.rows);
-    if (x.pend)
-        clear_pending(&x);
+    idmap_free(&x.rows);
+    json_decref(x.odd);
+    for (size_t r = 0; x.pend && r < INSERT_BATCH; r++)
+        mirror__row_free(&x.pend[r]);
     free(x.pend);
-    buf_free(&x.text);
+    free(x.params);
     buf_free(&x.batch);
     buf_free(&x.ins.sql);
     buf_free(&x.del);
@@ -425,38 +439,78 @@ static int row_hash(void *ctx, int n, const char *const *v, const size_t *l)
     return 0;
 }
 
+/* The record of id for a flush: *gone when there is none, *unchanged
+ * when the memo knows its file as the row's hash have (nothing read), else
+ * its row in r. */
+static int flush_record(mirror *m, const mirror_coll *c, const mirror_source *src, const char *id,
+                        const char *have, mrow *r, bool *gone, bool *unchanged, storh_err *err)
+{
+    *gone = *unchanged = false;
+    if (!src->ds) {
+        json_t *data = NULL;
+        int g = mirror__source_get(src, id, &data, err);
+        if (g == STORH_ENOTFOUND)
+            *gone = true;
+        else if (!g)
+            g = mirror__row_data(r, id, data, err);
+        json_decref(data);
+        return g == STORH_ENOTFOUND ? 0 : g;
+    }
+    mmemo *memo = mirror__memo(m, c);
+    char path[PATH_MAX];
+    struct stat st;
+    int rc =
+        fsx_pathf(path, err, "%s/data/%c%c/%s.jsonc", docstore_dir(src->ds), id[24], id[25], id);
+    if (rc)
+        return rc;
+    if (memo && have[0] && stat(path, &st) == 0) {
+        const char *h = mmemo_hash(memo, id, &st);
+        if (h && strlen(have) == 32 && !memcmp(h, have, 32)) {
+            *unchanged = true;
+            return 0;
+        }
+    }
+    rc = mirror__row_file(m, c, r, path, id, &st, err);
+    if (rc == STORH_ENOTFOUND) {
+        if (memo)
+            mmemo_forget(memo, id);
+        *gone = true;
+        return 0;
+    }
+    if (!rc && memo)
+        mmemo_put(memo, id, &st, r->hash);
+    return rc;
+}
+
 /* One id of a flush: a row whose hash matches the record's is left as it
  * is (no write, so a flush of unchanged records commits nothing); any other
  * row is replaced, or deleted when the record is gone. */
 static int flush_one(mirror *m, const mirror_coll *c, const mirror_source *src, const row_stmt *ins,
-                     const char *sel, const char *del, const char *id, buf *text, long *upserted,
+                     const char *sel, const char *del, const char *id, mrow *r, long *upserted,
                      long *deleted, storh_err *err)
 {
     mparam p1 = {MPARAM_TEXT, id, strlen(id), 0, 0};
     char have[33] = "";
+    bool gone, unchanged;
     int rc = mdriver_query(m->db, sel, &p1, 1, row_hash, have, err);
-    json_t *data = NULL;
-    int g = rc ? 0 : mirror__source_get(src, id, &data, err);
-    if (rc || (g && g != STORH_ENOTFOUND))
-        return rc ? rc : g;
-    if (g == STORH_ENOTFOUND) {
+    if (!rc)
+        rc = flush_record(m, c, src, id, have, r, &gone, &unchanged, err);
+    if (rc)
+        return rc;
+    if (gone) {
         (*deleted)++;
         return have[0] ? mdriver_exec(m->db, del, &p1, 1, err) : 0;
     }
     (*upserted)++;
-    buf_reset(text);
-    char hash[33];
-    rc = sjson_encode(text, data, 0, err);
-    if (!rc)
-        mirror__hash_text(text->data, text->len, hash);
-    if (!rc && strcmp(have, hash)) {
-        if (have[0])
-            rc = mdriver_exec(m->db, del, &p1, 1, err);
-        if (!rc)
-            rc = insert_row(m, c, ins, id, data, text, hash, err);
-    }
-    json_decref(data);
-    return rc;
+    if (unchanged || !strcmp(have, r->hash))
+        return 0;
+    if (have[0] && (rc = mdriver_exec(m->db, del, &p1, 1, err)))
+        return rc;
+    mparam p[MROW_TYPED + 3];
+    if (ins->ncols > MROW_TYPED + 3)
+        return storh_err_set(err, STORH_EINVAL, "Too many typed columns.");
+    int np = mirror__row_params(m, c, r, p);
+    return mdriver_exec(m->db, ins->sql.data, p, np, err);
 }
 
 int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, const json_t *ids,
@@ -483,7 +537,8 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
     row_stmt ins = {BUF_INIT, 0};
     insert_sql(m, c, &ins);
     const char *ph = mirror__is_pg(m) ? "$1" : "?";
-    buf del = BUF_INIT, sel = BUF_INIT, text = BUF_INIT;
+    buf del = BUF_INIT, sel = BUF_INIT;
+    mrow row = {0};
     buf_printf(&del, "DELETE FROM \"%s\" WHERE \"id\" = %s", c->table, ph);
     buf_printf(&sel, "SELECT \"hash\" FROM \"%s\" WHERE \"id\" = %s", c->table, ph);
     json_t *seen = json_object();
@@ -493,7 +548,7 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
         if (rc || json_object_get(seen, id))
             continue;
         json_object_set_new(seen, id, json_true());
-        rc = flush_one(m, c, src, &ins, sel.data, del.data, id, &text, &upserted, &deleted, err);
+        rc = flush_one(m, c, src, &ins, sel.data, del.data, id, &row, &upserted, &deleted, err);
     }
     if (!rc)
         rc = mdriver_exec(m->db, "COMMIT", NULL, 0, err);
@@ -505,7 +560,7 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
     buf_free(&ins.sql);
     buf_free(&del);
     buf_free(&sel);
-    buf_free(&text);
+    mirror__row_free(&row);
     rc = mirror__settle(m, rc);
     pthread_mutex_unlock(&m->mu);
     if (!rc)

@@ -15,12 +15,16 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
 
 #include "buf.h"
+#include "idmap.h"
 #include "mirror.h"
 
 #define DELETE_CHUNK 500
 #define INSERT_BATCH 100 /* rows per multi-row INSERT */
+#define MROW_TYPED 64    /* typed columns a row takes from canonical bytes */
 
 typedef struct row_stmt {
     buf sql;
@@ -28,6 +32,40 @@ typedef struct row_stmt {
 } row_stmt;
 
 typedef int (*each_fn)(void *ctx, const char *id, const json_t *data, storh_err *err);
+
+/* One record's row (mirror_rows.c): from a canonical record file's bytes
+ * (data NULL: raw holds the file, the data text is raw[doff, doff+dlen),
+ * typed values are raw's spans, vlen 0 = absent), or from decoded data
+ * (text holds its canonical encoding). Buffers are kept across records. */
+typedef struct mrow {
+    buf id; /* NUL-terminated */
+    buf raw;
+    json_t *data;
+    buf text;
+    size_t doff, dlen;
+    uint32_t voff[MROW_TYPED], vlen[MROW_TYPED];
+    char hash[33];
+} mrow;
+
+/* A row of the table as push reads it: its hash, whether that is a hash
+ * this mirror makes (32 hex digits) and whether a record claimed it. */
+typedef struct have_row {
+    char hash[32];
+    bool ok, seen;
+} have_row;
+
+/* An item of a push's feed (mirror_feed.c): a record's row, the end, or
+ * an error (rc, err). have: the table's row of the record's id, NULL when
+ * none (or not a 36-byte id). */
+typedef enum { MFEED_ROW, MFEED_END, MFEED_ERR } mfeed_kind;
+typedef struct mfeed_item {
+    mfeed_kind kind;
+    have_row *have;
+    mrow r;
+    int rc;
+    storh_err err;
+} mfeed_item;
+typedef struct mfeed mfeed;
 
 /* mirror.c */
 int mirror__connect_db(mirror *m, storh_err *err);
@@ -43,5 +81,29 @@ int mirror__collect_pair(void *ctx, int n, const char *const *v, const size_t *l
 int mirror__each_record(const mirror_source *src, each_fn fn, void *ctx, storh_err *err);
 int mirror__source_get(const mirror_source *src, const char *id, json_t **data, storh_err *err);
 void mirror__add_total(json_t *totals, const char *k, long v);
+/* The mirror's memo of c's record files (mmemo.h); NULL for a log. */
+struct mmemo *mirror__memo(mirror *m, const mirror_coll *c);
+
+/* mirror_feed.c: the records of ds in id order, read ahead. rows (id ->
+ * have_row) is only read, memo (NULL: none) is the feed's until closed. */
+int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const idmap *rows,
+                      struct mmemo *memo, mfeed **out, storh_err *err);
+/* The next item, the push's until the next call (the end repeats). A
+ * record known unchanged is no item: the feed marks its row seen. */
+mfeed_item *mirror__feed_next(mfeed *f);
+/* Stops the reader and frees the feed: the records it knew unchanged. */
+long mirror__feed_close(mfeed *f);
+
+/* mirror_rows.c */
+void mirror__row_free(mrow *r);
+/* The row of data under id (data is referenced, not copied). */
+int mirror__row_data(mrow *r, const char *id, const json_t *data, storh_err *err);
+/* Reads the record file at path (its state into *st) and makes its row:
+ * from its bytes when they are canonical, else decoded as a record of id
+ * (a file that does not decode is an error, as a stream reports it). */
+int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, const char *path,
+                     const char *id, struct stat *st, storh_err *err);
+/* The row's parameters in insert order (2 + typed + 1 of them). */
+int mirror__row_params(const mirror *m, const mirror_coll *c, const mrow *r, mparam *p);
 
 #endif

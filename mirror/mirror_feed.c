@@ -1,0 +1,244 @@
+/* mirror_feed: the records of a docstore as a push takes them, read ahead
+ * on a thread of its own while the push writes rows, so the record files'
+ * reads overlap SQLite's inserts instead of adding to them. The reader
+ * lists data/ (in id order, as the stream), and for each record either
+ * knows it unchanged (its file has the state the memo holds and the row
+ * holds the memo's hash: one fstatat) or reads it and makes its row
+ * (mirror_rows.c). The push consumes the items in order from a ring.
+ * During the walk the memo belongs to the reader and the row map is only
+ * read by it (the push sets have_row.seen, a field the reader never reads).
+ * Without a thread (a small listing, or one that cannot start) the same
+ * steps run inline. */
+#include "mirror.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsx.h"
+#include "mmemo.h"
+#include "recfile.h"
+#include "mirror_int.h"
+
+#define RING 64
+#define THREAD_MIN 256 /* records below which the reader runs inline */
+
+struct mfeed {
+    const mirror *m;
+    const mirror_coll *c;
+    const idmap *rows;
+    mmemo *memo;
+    recfile_list l;
+    int datafd;     /* data/, opened once: files are stated relative to it */
+    size_t datalen; /* strlen of data/'s path, as the listing's paths begin */
+    size_t next;    /* the listing entry the reader takes next */
+    long unchanged; /* records known unchanged (their rows marked seen) */
+    bool done;      /* the reader handed out its last item */
+    mfeed_item ring[RING];
+    /* the thread: head = items made, tail = items the push let go (the
+     * item at tail is the push's while holding) */
+    bool threaded, stop, holding;
+    bool rwait, pwait; /* the reader waits for room, the push for items */
+    unsigned long head, tail;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t made, freed;
+};
+
+/* The path of entry i relative to data/ into out (PATH_MAX); -1 if too
+ * long. One descriptor for the whole walk (the service's budget sets a
+ * few aside per mirror), not one per shard. */
+static int entry_rel(const mfeed *f, size_t i, char *out)
+{
+    const char *dir = f->l.arena + f->l.dirs[f->l.e[i].dir];
+    size_t dl = strlen(dir), k = 0;
+    if (dl > f->datalen) { /* a shard: "<xx>/" */
+        k = dl - f->datalen - 1;
+        if (k + 1 >= PATH_MAX)
+            return -1;
+        memcpy(out, dir + f->datalen + 1, k);
+        out[k++] = '/';
+    }
+    const char *key = recfile_list_key(&f->l, i);
+    size_t kl = f->l.e[i].klen;
+    if (k + kl + 7 > PATH_MAX)
+        return -1;
+    memcpy(out + k, key, kl);
+    memcpy(out + k + kl, ".jsonc", 7);
+    return 0;
+}
+
+/* 1 when the record at entry i is what its row holds, known without
+ * reading it; -1 when its file is gone (deleted since the listing). */
+static int known_unchanged(mfeed *f, size_t i, const have_row *have)
+{
+    if (!have->ok)
+        return 0;
+    const char *key = recfile_list_key(&f->l, i);
+    char rel[PATH_MAX];
+    struct stat st;
+    if (f->datafd < 0 || entry_rel(f, i, rel) != 0 || fstatat(f->datafd, rel, &st, 0) != 0)
+        return f->datafd >= 0 && errno == ENOENT ? -1 : 0; /* else the read says why */
+    const char *h = mmemo_hash(f->memo, key, &st);
+    return h && !memcmp(h, have->hash, 32);
+}
+
+/* The next item into it: a row, a record known unchanged, the end, or an
+ * error (after which the walk ends). */
+static void produce(mfeed *f, mfeed_item *it)
+{
+    it->rc = 0;
+    while (f->next < f->l.n) {
+        size_t i = f->next++;
+        const char *key = recfile_list_key(&f->l, i);
+        bool uuid = f->l.e[i].klen == IDMAP_KEY && uuid7_is_valid(key, IDMAP_KEY);
+        it->have = uuid ? idmap_get(f->rows, key) : NULL;
+        if (it->have && f->memo) {
+            int k = known_unchanged(f, i, it->have);
+            if (k < 0)
+                continue;
+            if (k > 0) { /* no item: the push never reads this row's seen */
+                it->have->seen = true;
+                f->unchanged++;
+                continue;
+            }
+        }
+        char path[PATH_MAX];
+        struct stat st;
+        if (recfile_list_path(&f->l, i, path) != 0)
+            continue; /* as the stream: a name too long to open */
+        int rc = mirror__row_file(f->m, f->c, &it->r, path, key, &st, &it->err);
+        if (rc == STORH_ENOTFOUND)
+            continue; /* deleted since the listing */
+        if (rc) {
+            it->kind = MFEED_ERR;
+            it->rc = rc;
+            f->next = f->l.n;
+            return;
+        }
+        if (uuid && f->memo)
+            mmemo_put(f->memo, key, &st, it->r.hash);
+        it->kind = MFEED_ROW;
+        return;
+    }
+    if (f->memo)
+        mmemo_walk_end(f->memo); /* the whole listing was walked */
+    it->kind = MFEED_END;
+}
+
+static void *reader(void *p)
+{
+    mfeed *f = p;
+    for (;;) {
+        pthread_mutex_lock(&f->mu);
+        if (f->head - f->tail >= RING) { /* full: wait until half is free */
+            f->rwait = true;
+            while (!f->stop && f->head - f->tail > RING / 2)
+                pthread_cond_wait(&f->freed, &f->mu);
+            f->rwait = false;
+        }
+        bool stop = f->stop;
+        unsigned long at = f->head;
+        pthread_mutex_unlock(&f->mu);
+        if (stop)
+            return NULL;
+        mfeed_item *it = &f->ring[at % RING]; /* the reader's until published */
+        produce(f, it);
+        pthread_mutex_lock(&f->mu);
+        f->head++;
+        bool last = it->kind == MFEED_END || it->kind == MFEED_ERR;
+        if (f->pwait && (last || f->head - f->tail >= RING / 4))
+            pthread_cond_signal(&f->made);
+        pthread_mutex_unlock(&f->mu);
+        if (it->kind == MFEED_END || it->kind == MFEED_ERR)
+            return NULL;
+    }
+}
+
+int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const idmap *rows,
+                      mmemo *memo, mfeed **out, storh_err *err)
+{
+    char data[PATH_MAX];
+    int rc = fsx_pathf(data, err, "%s/data", docstore_dir(ds));
+    if (rc)
+        return rc;
+    mfeed *f = calloc(1, sizeof *f);
+    if (!f)
+        return storh_err_oom(err);
+    *f = (mfeed){.m = m, .c = c, .rows = rows, .memo = memo};
+    if (recfile_list_open(data, &f->l) != 0) {
+        rc = storh_err_sys(err, errno, "Could not list records under %s", data);
+        free(f);
+        return rc;
+    }
+    f->datalen = strlen(data);
+    f->datafd = f->l.n ? open(data, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (memo)
+        mmemo_walk_begin(memo);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->made, NULL);
+    pthread_cond_init(&f->freed, NULL);
+    f->threaded = f->l.n >= THREAD_MIN && pthread_create(&f->th, NULL, reader, f) == 0;
+    *out = f;
+    return 0;
+}
+
+mfeed_item *mirror__feed_next(mfeed *f)
+{
+    if (!f->threaded) {
+        if (f->done) /* past the end: the end again */
+            return &f->ring[0];
+        produce(f, &f->ring[0]);
+        f->done = f->ring[0].kind == MFEED_END || f->ring[0].kind == MFEED_ERR;
+        return &f->ring[0];
+    }
+    pthread_mutex_lock(&f->mu);
+    if (f->done) { /* past the end: the end again, still held */
+        pthread_mutex_unlock(&f->mu);
+        return &f->ring[f->tail % RING];
+    }
+    if (f->holding) { /* the previous item is let go */
+        f->tail++;
+        if (f->rwait && f->head - f->tail <= RING / 2)
+            pthread_cond_signal(&f->freed);
+    }
+    if (f->head == f->tail) { /* empty: wait for a few, or the last */
+        f->pwait = true;
+        while (f->head == f->tail)
+            pthread_cond_wait(&f->made, &f->mu);
+        f->pwait = false;
+    }
+    mfeed_item *it = &f->ring[f->tail % RING];
+    f->holding = true;
+    f->done = it->kind == MFEED_END || it->kind == MFEED_ERR;
+    pthread_mutex_unlock(&f->mu);
+    return it;
+}
+
+long mirror__feed_close(mfeed *f)
+{
+    if (!f)
+        return 0;
+    if (f->threaded) {
+        pthread_mutex_lock(&f->mu);
+        f->stop = true;
+        pthread_cond_signal(&f->freed);
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(f->th, NULL);
+    }
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->made);
+    pthread_cond_destroy(&f->freed);
+    for (size_t i = 0; i < RING; i++)
+        mirror__row_free(&f->ring[i].r);
+    if (f->datafd >= 0)
+        close(f->datafd);
+    recfile_list_free(&f->l);
+    long unchanged = f->unchanged;
+    free(f);
+    return unchanged;
+}
