@@ -71,6 +71,8 @@ struct seglog_iter {
     bool has_after;  /* resumed by id order: in snap[after_seg] ids > after */
     size_t after_seg;
     char anchor[UUID7_LEN + 1], after[UUID7_LEN + 1];
+    char frame[32]; /* the anchor line's frame ("<len>\t<xxh32>\t") */
+    size_t framelen;
 };
 
 /* Under mu: the snapshot of s's segments for it's query. */
@@ -122,16 +124,37 @@ static void close_segment(seglog_iter *it)
 static void note_anchor(seglog_iter *it)
 {
     if (it->nhits) {
-        memcpy(it->anchor, it->hits[it->nhits - 1].id, sizeof it->anchor);
+        const hit *h = &it->hits[it->nhits - 1];
+        memcpy(it->anchor, h->id, sizeof it->anchor);
         it->has_anchor = true;
+        it->framelen = h->joff < sizeof it->frame ? h->joff : 0;
+        memcpy(it->frame, it->seg.data + (h->off - it->base), it->framelen);
     }
     it->nhits = it->hi = 0;
+}
+
+/* Under mu: whether the anchor's put in the new layout has the frame (its
+ * envelope's length and hash) of the line passed, so that it is the same
+ * put and not a later one of the same id (whose place would skip what lies
+ * between). */
+static bool same_frame(seglog_iter *it, const live *v)
+{
+    char path[PATH_MAX], b[sizeof it->frame];
+    if (!it->framelen || seglog__seg_path(it->s, it->s->segs[v->seg].file, path, NULL))
+        return false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t r = pread(fd, b, it->framelen, (off_t)v->off);
+    close(fd);
+    return r == (ssize_t)it->framelen && !memcmp(b, it->frame, it->framelen);
 }
 
 /* Under mu, s->gen moved on: a new snapshot, and the place right after the
  * anchor in it (the next open_segment opens snap[it->si]). The anchor's
  * put is found through the state; when it is gone (deleted, then
- * compacted away), segments in id order (each ordered, each after the
+ * compacted away) or is not the one passed (put again since), segments in
+ * id order (each ordered, each after the
  * last) still give its place; else the read cannot go on in order. */
 static int resume(seglog_iter *it, storh_err *err)
 {
@@ -145,7 +168,7 @@ static int resume(seglog_iter *it, storh_err *err)
     if (!it->has_anchor)
         return 0; /* nothing passed yet: from the start */
     live *v = idmap_get(&s->state, it->anchor);
-    if (v && !v->deleted && v->seg < it->nsnap) {
+    if (v && !v->deleted && v->seg < it->nsnap && same_frame(it, v)) {
         snap_seg *n = &it->snap[v->seg];
         if (n->start <= v->off) {
             n->start = v->off;

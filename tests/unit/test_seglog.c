@@ -1239,6 +1239,47 @@ TEST(read_across_compaction_by_php_storh)
     read_across("acr7", 512, 120, 37, ACROSS_PHP);
 }
 
+/* The last live line the reader passed is put again before the compaction:
+ * its new place is not where the reader was, so the read either goes on
+ * from the right place or fails; it never skips silently. */
+TEST(read_across_compaction_after_a_reput_of_where_it_was)
+{
+    seglog *s = open_log("acr8", 512);
+    char ids[60][37];
+    fill(s, 60, ids);
+    seglog_iter *it;
+    CHECK_INT(seglog_iter_open(s, NULL, &it, NULL), 0);
+    const char *id;
+    json_t *d;
+    int r, n = 0;
+    while (n < 10 && (r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
+        n++;
+        json_decref(d);
+    }
+    for (int i = 0; i < 20; i++) {
+        json_t *x = json_pack("{si}", "again", i);
+        char out[37];
+        seglog_put(s, ids[i], x, out, NULL);
+        json_decref(x);
+    }
+    CHECK_INT(seglog_compact(s, NULL, NULL), 0);
+    int seen[60] = {0};
+    storh_err err;
+    while ((r = seglog_iter_next(it, &id, &d, &err)) == 1) {
+        for (int i = 20; i < 60; i++)
+            if (!strcmp(id, ids[i]))
+                seen[i]++;
+        json_decref(d);
+    }
+    CHECK(r == 0 || r == STORH_EUNAVAIL);
+    if (r == STORH_EUNAVAIL)
+        CHECK(strstr(err.msg, "read again after") != NULL);
+    for (int i = 20; i < 60; i++)
+        CHECK(seen[i] <= 1 && (r != 0 || seen[i] == 1));
+    seglog_iter_close(it);
+    seglog_close(s);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(concurrent_appends_roll_cleanly),
     TEST_ENTRY(failed_bulk_write_changes_nothing),
@@ -1266,6 +1307,7 @@ static const test_case tests[] = {
     TEST_ENTRY(read_across_compaction_by_another_instance),
     TEST_ENTRY(read_across_compaction_that_removed_the_segments),
     TEST_ENTRY(read_across_compaction_by_php_storh),
+    TEST_ENTRY(read_across_compaction_after_a_reput_of_where_it_was),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
