@@ -31,9 +31,9 @@
 typedef struct snap_seg {
     char file[NAME_CAP];
     uint64_t start;
-    bool skip, ordered, has_minmax;
+    bool skip, ordered;
     bool skip_first; /* the line at start is the anchor: pass it */
-    char min[UUID7_LEN + 1], max[UUID7_LEN + 1];
+    char max[UUID7_LEN + 1];
 } snap_seg;
 
 /* what one read of a segment brings in at most (before the end of the
@@ -97,8 +97,6 @@ static bool take_snapshot(seglog_iter *it)
         snap_seg *n = &it->snap[i];
         snprintf(n->file, sizeof n->file, "%s", g->file);
         n->ordered = g->ordered;
-        n->has_minmax = g->has_minmax;
-        memcpy(n->min, g->min, sizeof n->min);
         memcpy(n->max, g->max, sizeof n->max);
         if (g->has_minmax && q) {
             n->skip = (q->has_after && strcmp(g->max, q->after) <= 0) ||
@@ -177,9 +175,9 @@ static int resume(seglog_iter *it, storh_err *err)
         it->si = v->seg;
         return 0;
     }
-    const char *prev = NULL;
+    const char *prev = NULL; /* the snapshot is s->segs as they are now */
     for (size_t i = 0; i < it->nsnap; i++) {
-        snap_seg *n = &it->snap[i];
+        const seg *n = &s->segs[i];
         if (!n->has_minmax)
             continue;
         if (!n->ordered || (prev && strcmp(n->min, prev) <= 0))
@@ -190,7 +188,7 @@ static int resume(seglog_iter *it, storh_err *err)
         prev = n->max;
     }
     while (it->si < it->nsnap &&
-           (!it->snap[it->si].has_minmax || strcmp(it->snap[it->si].max, it->anchor) <= 0))
+           (!s->segs[it->si].has_minmax || strcmp(it->snap[it->si].max, it->anchor) <= 0))
         it->si++;
     if (it->si < it->nsnap) {
         seg *g = &s->segs[it->si];
