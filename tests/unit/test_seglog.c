@@ -1320,6 +1320,49 @@ TEST(read_across_compaction_that_dropped_where_it_was)
     seglog_close(s);
 }
 
+/* A cursor read with a limit (after=, limit=) across a compaction: the
+ * records after the cursor in order, none twice, no gap, up to the limit. */
+TEST(read_across_compaction_with_cursor_and_limit)
+{
+    seglog *s = open_log("acr10", 512);
+    char ids[200][37];
+    fill(s, 200, ids);
+    recquery q;
+    recquery_init(&q);
+    recquery_after(&q, ids[30], 36, NULL);
+    recquery_limit(&q, 100, NULL);
+    seglog_iter *it;
+    CHECK_INT(seglog_iter_open(s, &q, &it, NULL), 0);
+    const char *id;
+    json_t *d;
+    int r, n = 0, at = 30, bad = 0;
+    bool ex;
+    while ((r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
+        int i = at + 1;
+        while (i < 200 && strcmp(id, ids[i]))
+            i++;
+        for (int k = at + 1; k < i; k++) /* a gap: only records deleted meanwhile */
+            if (n <= 20 || k % 4)
+                bad++;
+        if (i == 200)
+            bad++;
+        else
+            at = i;
+        json_decref(d);
+        if (++n == 20) {
+            for (int k = 0; k < 200; k += 4)
+                seglog_delete(s, ids[k], &ex, NULL);
+            CHECK_INT(seglog_compact(s, NULL, NULL), 0);
+        }
+    }
+    CHECK_INT(r, 0);
+    CHECK_INT(n, 100);
+    CHECK_INT(bad, 0);
+    seglog_iter_close(it);
+    recquery_clear(&q);
+    seglog_close(s);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(concurrent_appends_roll_cleanly),
     TEST_ENTRY(failed_bulk_write_changes_nothing),
@@ -1349,6 +1392,7 @@ static const test_case tests[] = {
     TEST_ENTRY(read_across_compaction_by_php_storh),
     TEST_ENTRY(read_across_compaction_after_a_reput_of_where_it_was),
     TEST_ENTRY(read_across_compaction_that_dropped_where_it_was),
+    TEST_ENTRY(read_across_compaction_with_cursor_and_limit),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
