@@ -422,8 +422,20 @@ void seglog_close(seglog *s)
 static int catch_up_mode(seglog *s, bool locked, storh_err *err)
 {
     if (seglog__manifest_changed(s)) {
+        /* the old list as a prefix of the new one (a roll elsewhere) keeps
+         * every index and offset; anything else is a new generation */
+        size_t nold = s->nsegs;
+        char(*old)[NAME_CAP] = nold ? malloc(nold * sizeof *old) : NULL;
+        for (size_t i = 0; old && i < nold; i++)
+            memcpy(old[i], s->segs[i].file, NAME_CAP);
         bool exists;
         int rc = seglog__manifest_load(s, &exists, err);
+        bool same = old || !nold;
+        for (size_t i = 0; same && i < nold; i++)
+            same = i < s->nsegs && !strcmp(old[i], s->segs[i].file);
+        free(old);
+        if (!same)
+            s->gen++;
         if (!rc)
             rc = seglog__replay(s, locked ? TORN_KEEP : TORN_LEAVE, err);
         if (!rc)

@@ -90,7 +90,10 @@ int seglog_batch_commit(seglog_batch *b, size_t *written, storh_err *err);
 void seglog_batch_abort(seglog_batch *b);
 
 /* Live records in log order, filtered by q (borrowed, may be NULL; it must
- * outlive the iterator). Segments outside q's id window are skipped. */
+ * outlive the iterator). Segments outside q's id window are skipped. A
+ * compaction during the read (here or elsewhere) is followed: each live
+ * record once, in order, or STORH_EUNAVAIL when the place reached cannot
+ * be found again (seglog_iter.c). */
 int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err *err);
 /* 1 = record (id valid until the next call; *data new reference), 0 = end,
  * < 0 = error. */

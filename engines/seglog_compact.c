@@ -266,6 +266,7 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
     free(s->segs);
     s->segs = n;
     s->nsegs = nouts + 1;
+    s->gen++;
     rc = seglog__manifest_write(s, err);
     if (!rc && !((mv || !kept) && move_state(s, nsealed, nouts, mv, nmv)))
         rc = seglog__replay(s, TORN_KEEP, err); /* out of memory for the moves */

@@ -1,6 +1,14 @@
 /* seglog_iter: streaming reads of a seglog's live records in log order,
  * a bounded chunk of one segment in memory at a time (a line longer than a
- * chunk is read whole), skipping segments outside the query's id window. */
+ * chunk is read whole), skipping segments outside the query's id window.
+ *
+ * A line is handed out when the live state names it as its record's put.
+ * A compaction (here or in another process, seen by a refresh) replaces
+ * the segment list and bumps s->gen: the snapshot's segments then match
+ * nothing. The iterator notices the new generation before its next chunk,
+ * takes a new snapshot and goes on right after the last live line it
+ * passed (its anchor), found through the state; compaction keeps log
+ * order, so nothing is skipped or handed out twice. */
 #include "seglog.h"
 
 #include <errno.h>
@@ -24,6 +32,7 @@ typedef struct snap_seg {
     char file[NAME_CAP];
     uint64_t start;
     bool skip, ordered;
+    bool skip_first; /* the line at start is the anchor: pass it */
     char max[UUID7_LEN + 1];
 } snap_seg;
 
@@ -56,7 +65,143 @@ struct seglog_iter {
     size_t nhits, caphits, hi;
     size_t emitted;
     char id[UUID7_LEN + 1];
+    uint64_t gen;    /* s->gen of the snapshot */
+    bool has_anchor; /* anchor: the last live line passed */
+    bool skip_line;  /* the current segment's first chunk starts at it */
+    bool has_after;  /* resumed by id order: in snap[after_seg] ids > after */
+    size_t after_seg;
+    char anchor[UUID7_LEN + 1], after[UUID7_LEN + 1];
+    char frame[32]; /* the anchor line's frame ("<len>\t<xxh32>\t") */
+    size_t framelen;
 };
+
+/* Under mu: the snapshot of s's segments for it's query. */
+static bool take_snapshot(seglog_iter *it)
+{
+    seglog *s = it->s;
+    const recquery *q = it->q;
+    const char *lower = NULL;
+    if (q && q->has_after)
+        lower = q->after;
+    if (q && q->has_from && (!lower || strcmp(q->min_id, lower) > 0))
+        lower = q->min_id;
+    snap_seg *snap = calloc(s->nsegs ? s->nsegs : 1, sizeof *snap);
+    if (!snap)
+        return false;
+    free(it->snap);
+    it->snap = snap;
+    it->nsnap = s->nsegs;
+    it->gen = s->gen;
+    for (size_t i = 0; i < s->nsegs; i++) {
+        seg *g = &s->segs[i];
+        snap_seg *n = &it->snap[i];
+        snprintf(n->file, sizeof n->file, "%s", g->file);
+        n->ordered = g->ordered;
+        memcpy(n->max, g->max, sizeof n->max);
+        if (g->has_minmax && q) {
+            n->skip = (q->has_after && strcmp(g->max, q->after) <= 0) ||
+                      (q->has_from && strcmp(g->max, q->min_id) < 0) ||
+                      (q->has_until && strcmp(g->min, q->max_id) > 0);
+        }
+        if (!n->skip && lower && g->ordered && g->nsp && strcmp(g->min, lower) < 0) {
+            for (size_t k = 0; k < g->nsp && memcmp(g->sp[k].id, lower, UUID7_LEN) <= 0; k++)
+                n->start = g->sp[k].off;
+        }
+    }
+    return true;
+}
+
+static void close_segment(seglog_iter *it)
+{
+    if (it->fd >= 0)
+        close(it->fd);
+    it->fd = -1;
+}
+
+/* The last hit collected becomes the anchor (before the hits go). */
+static void note_anchor(seglog_iter *it)
+{
+    if (it->nhits) {
+        const hit *h = &it->hits[it->nhits - 1];
+        memcpy(it->anchor, h->id, sizeof it->anchor);
+        it->has_anchor = true;
+        it->framelen = h->joff < sizeof it->frame ? h->joff : 0;
+        memcpy(it->frame, it->seg.data + (h->off - it->base), it->framelen);
+    }
+    it->nhits = it->hi = 0;
+}
+
+/* Under mu: whether the anchor's put in the new layout has the frame (its
+ * envelope's length and hash) of the line passed, so that it is the same
+ * put and not a later one of the same id (whose place would skip what lies
+ * between). */
+static bool same_frame(seglog_iter *it, const live *v)
+{
+    char path[PATH_MAX], b[sizeof it->frame];
+    if (!it->framelen || seglog__seg_path(it->s, it->s->segs[v->seg].file, path, NULL))
+        return false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t r = pread(fd, b, it->framelen, (off_t)v->off);
+    close(fd);
+    return r == (ssize_t)it->framelen && !memcmp(b, it->frame, it->framelen);
+}
+
+/* Under mu, s->gen moved on: a new snapshot, and the place right after the
+ * anchor in it (the next open_segment opens snap[it->si]). The anchor's
+ * put is found through the state; when it is gone (deleted, then
+ * compacted away) or is not the one passed (put again since), segments in
+ * id order (each ordered, each after the
+ * last) still give its place; else the read cannot go on in order. */
+static int resume(seglog_iter *it, storh_err *err)
+{
+    seglog *s = it->s;
+    note_anchor(it);
+    close_segment(it);
+    it->skip_line = it->has_after = false;
+    it->si = 0;
+    if (!take_snapshot(it))
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    if (!it->has_anchor)
+        return 0; /* nothing passed yet: from the start */
+    live *v = idmap_get(&s->state, it->anchor);
+    if (v && !v->deleted && v->seg < it->nsnap && same_frame(it, v)) {
+        snap_seg *n = &it->snap[v->seg];
+        if (n->start <= v->off) {
+            n->start = v->off;
+            n->skip_first = true;
+        }
+        it->si = v->seg;
+        return 0;
+    }
+    const char *prev = NULL; /* the snapshot is s->segs as they are now */
+    for (size_t i = 0; i < it->nsnap; i++) {
+        const seg *n = &s->segs[i];
+        if (!n->has_minmax)
+            continue;
+        if (!n->ordered || (prev && strcmp(n->min, prev) <= 0))
+            return storh_err_set(err, STORH_EUNAVAIL,
+                                 "The log was compacted during this read and the read cannot go "
+                                 "on in order: read again after %s.",
+                                 it->anchor);
+        prev = n->max;
+    }
+    while (it->si < it->nsnap &&
+           (!s->segs[it->si].has_minmax || strcmp(it->snap[it->si].max, it->anchor) <= 0))
+        it->si++;
+    if (it->si < it->nsnap) {
+        seg *g = &s->segs[it->si];
+        snap_seg *n = &it->snap[it->si];
+        for (size_t k = 0; k < g->nsp && memcmp(g->sp[k].id, it->anchor, UUID7_LEN) <= 0; k++)
+            if (g->sp[k].off > n->start)
+                n->start = g->sp[k].off;
+        it->has_after = true;
+        it->after_seg = it->si;
+        memcpy(it->after, it->anchor, sizeof it->after);
+    }
+    return 0;
+}
 
 int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err *err)
 {
@@ -66,11 +211,6 @@ int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err 
     it->s = s;
     it->q = q;
     it->fd = -1;
-    const char *lower = NULL;
-    if (q && q->has_after)
-        lower = q->after;
-    if (q && q->has_from && (!lower || strcmp(q->min_id, lower) > 0))
-        lower = q->min_id;
     pthread_mutex_lock(&s->mu);
     int rc = seglog__refresh(s, err);
     if (rc) {
@@ -78,28 +218,9 @@ int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err 
         free(it);
         return rc;
     }
-    it->snap = calloc(s->nsegs, sizeof *it->snap);
-    if (it->snap) {
-        it->nsnap = s->nsegs;
-        for (size_t i = 0; i < s->nsegs; i++) {
-            seg *g = &s->segs[i];
-            snap_seg *n = &it->snap[i];
-            snprintf(n->file, sizeof n->file, "%s", g->file);
-            n->ordered = g->ordered;
-            memcpy(n->max, g->max, sizeof n->max);
-            if (g->has_minmax && q) {
-                n->skip = (q->has_after && strcmp(g->max, q->after) <= 0) ||
-                          (q->has_from && strcmp(g->max, q->min_id) < 0) ||
-                          (q->has_until && strcmp(g->min, q->max_id) > 0);
-            }
-            if (!n->skip && lower && g->ordered && g->nsp && strcmp(g->min, lower) < 0) {
-                for (size_t k = 0; k < g->nsp && memcmp(g->sp[k].id, lower, UUID7_LEN) <= 0; k++)
-                    n->start = g->sp[k].off;
-            }
-        }
-    }
+    bool ok = take_snapshot(it);
     pthread_mutex_unlock(&s->mu);
-    if (!it->snap) {
+    if (!ok) {
         free(it);
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     }
@@ -111,7 +232,7 @@ int seglog_iter_open(seglog *s, const recquery *q, seglog_iter **out, storh_err 
 static int open_segment(seglog_iter *it, storh_err *err)
 {
     snap_seg *n = &it->snap[it->si++];
-    it->nhits = it->hi = 0;
+    note_anchor(it);
     if (n->skip)
         return 0;
     char path[PATH_MAX];
@@ -121,21 +242,25 @@ static int open_segment(seglog_iter *it, storh_err *err)
     it->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (it->fd < 0) {
         int e = errno;
-        if (e == ENOENT || e == ENOTDIR)
-            return storh_err_set(err, STORH_ENOTFOUND, "Could not open segment: %s", n->file);
-        return storh_err_sys(err, e, "Could not open segment: %s", n->file);
+        if (e != ENOENT && e != ENOTDIR)
+            return storh_err_sys(err, e, "Could not open segment: %s", n->file);
+        /* compacted away (by another process, or here)? */
+        seglog *s = it->s;
+        pthread_mutex_lock(&s->mu);
+        rc = seglog__refresh(s, err);
+        bool moved = !rc && s->gen != it->gen;
+        if (moved)
+            rc = resume(it, err);
+        pthread_mutex_unlock(&s->mu);
+        if (rc || moved)
+            return rc;
+        return storh_err_set(err, STORH_ENOTFOUND, "Could not open segment: %s", n->file);
     }
+    it->skip_line = n->skip_first;
     it->pos = n->start;
     it->chunk = ITER_FIRST;
     it->seg_end = false;
     return 0;
-}
-
-static void close_segment(seglog_iter *it)
-{
-    if (it->fd >= 0)
-        close(it->fd);
-    it->fd = -1;
 }
 
 /* Reads the current segment's next chunk: whole lines, and at the end of
@@ -182,13 +307,19 @@ static int load_chunk(seglog_iter *it, storh_err *err)
 {
     seglog *s = it->s;
     snap_seg *n = &it->snap[it->si - 1];
-    it->nhits = it->hi = 0;
+    note_anchor(it);
     uint64_t len = 0;
     int rc = read_chunk(it, &len, err);
     if (rc)
         return rc;
     const char *b = it->seg.data ? it->seg.data : "";
     uint64_t pos = 0;
+    if (it->skip_line) { /* the anchor, handed out before the compaction */
+        it->skip_line = false;
+        const char *nl = memchr(b, '\n', len);
+        pos = nl ? (uint64_t)(nl - b) + 1 : len;
+    }
+    bool after = it->has_after && it->si - 1 == it->after_seg;
     const recquery *q = it->q;
     /* without a field condition every hit is handed out: collect no more
      * than the limit still needs */
@@ -196,15 +327,13 @@ static int load_chunk(seglog_iter *it, storh_err *err)
     if (q && q->limit && !q->where)
         need = q->limit > it->emitted ? q->limit - it->emitted : 0;
     pthread_mutex_lock(&s->mu);
-    /* the segment's index in the live state, by name (compaction may have
-     * renumbered the list since the snapshot) */
-    long si = -1;
-    for (size_t i = 0; i < s->nsegs; i++)
-        if (!strcmp(s->segs[i].file, n->file))
-            si = (long)i;
-    if (si < 0)
-        it->seg_end = true;
-    while (si >= 0 && pos < len && it->nhits < need) {
+    if (s->gen != it->gen) { /* the list was replaced: this chunk is stale */
+        rc = resume(it, err);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
+    long si = (long)(it->si - 1);
+    while (pos < len && it->nhits < need) {
         const char *nl = memchr(b + pos, '\n', len - pos);
         uint64_t end = nl ? (uint64_t)(nl - b) : len;
         int op;
@@ -218,7 +347,8 @@ static int load_chunk(seglog_iter *it, storh_err *err)
             }
             live *v = idmap_get(&s->state, id);
             if (v && !v->deleted && v->seg == (uint32_t)si && v->off == it->base + pos &&
-                op != OP_DELETE && (!q || recquery_match_id(q, id, UUID7_LEN))) {
+                op != OP_DELETE && (!q || recquery_match_id(q, id, UUID7_LEN)) &&
+                (!after || strcmp(id, it->after) > 0)) {
                 if (it->nhits == it->caphits) {
                     size_t cap = it->caphits ? it->caphits * 2 : 256;
                     hit *h = realloc(it->hits, cap * sizeof *h);

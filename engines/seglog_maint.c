@@ -210,8 +210,10 @@ int seglog_repair(seglog *s, json_t **out, storh_err *err)
         buf_free(&b);
         buf_free(&keep);
     }
-    if (!rc && quarantined)
+    if (!rc && quarantined) {
+        s->gen++; /* rewritten segments: offsets moved */
         rc = seglog__replay(s, TORN_TRUNCATE, err);
+    }
     if (!rc && active_rewritten)
         rc = seglog__open_active(s, err);
     if (!rc)

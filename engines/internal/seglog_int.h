@@ -62,6 +62,10 @@ struct seglog {
     char identity[32];
     seg *segs; /* sealed in manifest order, then the active one last */
     size_t nsegs;
+    /* bumped whenever segs is replaced so that an index or offset may now
+     * name another line (a compaction here or elsewhere, a repair): open
+     * iterators then find their place again (seglog_iter.c) */
+    uint64_t gen;
     long long next_segment;
     int active_fd;
     bool need_lf; /* the active segment ends with a valid line but no LF */

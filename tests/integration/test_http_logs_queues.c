@@ -1,7 +1,10 @@
 /* The /v1/logs and /v1/queues routes over real HTTP against storhd. */
 #include <curl/curl.h>
 #include <jansson.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -425,6 +428,97 @@ TEST(log_stream_rows_are_the_records_as_get_answers)
     check_stream_rows("phprows", "", 9);
 }
 
+/* The i of a stream row {"id":..,"data":{"i":n,..}}, or -1. */
+static int row_i(const char *p, size_t n, char id[UUID7_LEN + 1])
+{
+    json_t *row = json_loadb(p, n, 0, NULL);
+    json_t *v = json_object_get(json_object_get(row, "data"), "i");
+    int i = json_is_integer(v) ? (int)json_integer_value(v) : -1;
+    const char *s = json_string_value(json_object_get(row, "id"));
+    if (id && s && strlen(s) == UUID7_LEN)
+        memcpy(id, s, UUID7_LEN + 1);
+    json_decref(row);
+    return i;
+}
+
+/* A slow client's NDJSON stream stays open across a POST _compact (with
+ * deletes before it, so the outputs differ from the segments it was
+ * reading): every record is in it once, in log order, and none deleted
+ * before it began. */
+TEST(log_stream_read_slowly_across_a_compaction)
+{
+    enum { N = 30000 };
+    buf body = BUF_INIT;
+    for (int i = 0; i < N; i++)
+        buf_printf(&body, "{\"i\":%d,\"pad\":\"%080d\"}\n", i, i);
+    client_resp r;
+    client_do(d.base, "POST", "/v1/logs/slowread/_bulk", "application/x-ndjson", body.data,
+              body.len, NULL, 1000, &r);
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+    buf_free(&body);
+    static char ids[N][UUID7_LEN + 1];
+    r = req("GET", "/v1/logs/slowread", NULL, NULL);
+    for (char *p = r.body, *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
+        char id[UUID7_LEN + 1];
+        int i = row_i(p, (size_t)(nl - p), id);
+        if (i >= 0 && i < N)
+            memcpy(ids[i], id, sizeof id);
+    }
+    client_free(&r);
+    char path[128];
+    for (int i = 5; i < N; i += 97) { /* before the read */
+        snprintf(path, sizeof path, "/v1/logs/slowread/%s", ids[i]);
+        r = req("DELETE", path, NULL, NULL);
+        CHECK_INT(r.status, 204);
+        client_free(&r);
+    }
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_INT(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    const char *get = "GET /v1/logs/slowread HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    CHECK(write(fd, get, strlen(get)) == (ssize_t)strlen(get));
+    buf in = BUF_INIT;
+    char chunk[4096];
+    ssize_t got;
+    while (in.len < 64 * 1024 && (got = read(fd, chunk, sizeof chunk)) > 0)
+        buf_append(&in, chunk, (size_t)got);
+    for (int i = 7; i < N; i += 89) { /* after the read began: either way */
+        snprintf(path, sizeof path, "/v1/logs/slowread/%s", ids[i]);
+        r = req("DELETE", path, NULL, NULL);
+        client_free(&r);
+    }
+    r = req("POST", "/v1/logs/slowread/_compact", NULL, NULL);
+    CHECK_INT(r.status, 200);
+    client_free(&r);
+    while ((got = read(fd, chunk, sizeof chunk)) > 0)
+        buf_append(&in, chunk, (size_t)got);
+    close(fd);
+    buf_appendc(&in, '\0');
+    char *p = strstr(in.data, "\r\n\r\n");
+    CHECK(p != NULL && !strncmp(in.data, "HTTP/1.", 7) && strstr(in.data, " 200 ") != NULL);
+    static char seen[N];
+    int last = -1, bad = 0;
+    for (char *nl; p && (nl = strchr(p, '\n')); p = nl + 1) {
+        if (nl == p || (nl - p == 1 && *p == '\r'))
+            continue;
+        int i = row_i(p, (size_t)(nl - p), NULL);
+        if (i <= last || i % 97 == 5)
+            bad++; /* out of order, twice, deleted before the read, or not a row */
+        else
+            seen[i] = 1, last = i;
+    }
+    CHECK_INT(bad, 0);
+    int missing = 0;
+    for (int i = 0; i < N; i++)
+        missing += !seen[i] && i % 97 != 5 && i % 89 != 7;
+    CHECK_INT(missing, 0);
+    buf_free(&in);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(log_append_get_delete_stream),
     TEST_ENTRY(log_bulk_is_all_or_nothing),
@@ -432,6 +526,7 @@ static const test_case tests[] = {
     TEST_ENTRY(queue_flow),
     TEST_ENTRY(long_poll_wakes_on_enqueue_and_times_out),
     TEST_ENTRY(log_stream_rows_are_the_records_as_get_answers),
+    TEST_ENTRY(log_stream_read_slowly_across_a_compaction),
 };
 
 DAEMON_TEST_MAIN(d, tests)

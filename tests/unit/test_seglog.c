@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1099,6 +1100,269 @@ TEST(compaction_state_is_what_a_replay_builds)
     seglog_close(s);
 }
 
+/* ---------- reads across a compaction ---------- */
+
+enum { ACROSS_SAME, ACROSS_OTHER, ACROSS_OTHER_GONE, ACROSS_PHP };
+
+/* Removes the segment files the manifest no longer names (what a
+ * compactor that deletes its inputs leaves). */
+static void remove_unlisted(const char *name)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s/segments", root, name);
+    char *m = slurp("%s/%s/manifest.jsonc", name);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (m && d && (e = readdir(d))) {
+        if (strncmp(e->d_name, "seg-", 4) || !strstr(e->d_name, ".ndjson") || strstr(m, e->d_name))
+            continue;
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    if (d)
+        closedir(d);
+    free(m);
+}
+
+/* A reader opened on n records (every 7th deleted before it starts) reads
+ * `first`, then records are deleted ahead of it and behind it, the log is
+ * compacted by `how`, 5 records are appended, and the reader finishes:
+ * what it hands out is in log order, never twice, holds every record never
+ * deleted (and the 5 new ones, last), and none deleted before it began. */
+static void read_across(const char *name, size_t seg_bytes, int n, int first, int how)
+{
+    seglog *s = open_log(name, seg_bytes);
+    char(*ids)[37] = calloc((size_t)n + 5, 37);
+    fill(s, n, ids);
+    bool ex;
+    for (int i = 3; i < n; i += 7)
+        seglog_delete(s, ids[i], &ex, NULL);
+    seglog_iter *it;
+    CHECK_INT(seglog_iter_open(s, NULL, &it, NULL), 0);
+    const char *id;
+    json_t *d;
+    int *got = calloc((size_t)n + 5, sizeof *got), ngot = 0, r = 1;
+    char(*seen)[37] = calloc((size_t)n + 5, 37);
+    while (ngot < first && (r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
+        memcpy(seen[ngot++], id, 37);
+        json_decref(d);
+    }
+    CHECK_INT(ngot, first);
+    for (int i = 1; i < n; i += 5) /* behind the reader and ahead of it */
+        seglog_delete(s, ids[i], &ex, NULL);
+    if (how == ACROSS_SAME) {
+        CHECK_INT(seglog_compact(s, NULL, NULL), 0);
+    } else if (how == ACROSS_PHP) {
+        const char *php = getenv("STORH_PHP_DIR");
+        CHECK(php != NULL);
+        char cmd[PATH_MAX * 3];
+        snprintf(cmd, sizeof cmd,
+                 "php -r 'require \"%s/vendor/autoload.php\"; "
+                 "(new Storh\\SegmentedLogStore(\"%s\", \"%s\"))->compact();'",
+                 php ? php : "", root, name);
+        CHECK_INT(system(cmd), 0);
+        remove_unlisted(name);
+        CHECK(live_count(s) >= 0); /* another thread's read refreshes */
+    } else {
+        seglog *o = open_log(name, seg_bytes);
+        CHECK(o != NULL);
+        CHECK_INT(seglog_compact(o, NULL, NULL), 0);
+        seglog_close(o);
+        if (how == ACROSS_OTHER_GONE)
+            remove_unlisted(name);
+        else
+            CHECK(live_count(s) >= 0); /* another thread's read refreshes */
+    }
+    for (int i = n; i < n + 5; i++) {
+        json_t *x = json_pack("{si}", "late", i);
+        seglog_put(s, NULL, x, ids[i], NULL);
+        json_decref(x);
+    }
+    while ((r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
+        if (ngot < n + 5)
+            memcpy(seen[ngot], id, 37);
+        ngot++;
+        json_decref(d);
+    }
+    CHECK_INT(r, 0);
+    seglog_iter_close(it);
+    /* each seen id's position in ids, strictly increasing */
+    int at = -1, bad = 0;
+    for (int k = 0; k < ngot && k < n + 5; k++) {
+        int i = at + 1;
+        while (i < n + 5 && strcmp(ids[i], seen[k]))
+            i++;
+        if (i == n + 5 || (i < n && i % 7 == 3))
+            bad++; /* out of order, twice, or deleted before the read */
+        else
+            got[i] = 1, at = i;
+    }
+    CHECK_INT(bad, 0);
+    int missing = 0;
+    for (int i = 0; i < n + 5; i++)
+        if (!got[i] && (i >= n || (i % 7 != 3 && i % 5 != 1)))
+            missing++;
+    CHECK_INT(missing, 0);
+    CHECK(ngot <= n + 5);
+    free(ids);
+    free(got);
+    free(seen);
+    seglog_close(s);
+}
+
+TEST(read_across_compaction_small_segments)
+{
+    read_across("acr1", 512, 120, 37, ACROSS_SAME);
+}
+
+TEST(read_across_compaction_in_chunks)
+{
+    read_across("acr2", 0, 2000, 700, ACROSS_SAME);
+}
+
+TEST(read_across_compaction_by_another_instance)
+{
+    read_across("acr3", 512, 120, 37, ACROSS_OTHER);
+    read_across("acr4", 0, 2000, 700, ACROSS_OTHER);
+}
+
+TEST(read_across_compaction_that_removed_the_segments)
+{
+    read_across("acr5", 512, 120, 37, ACROSS_OTHER_GONE);
+    read_across("acr6", 0, 2000, 700, ACROSS_OTHER_GONE);
+}
+
+/* registered only with -DSTORH_PHP_DIR (tests/CMakeLists.txt) */
+TEST(read_across_compaction_by_php_storh)
+{
+    read_across("acr7", 512, 120, 37, ACROSS_PHP);
+}
+
+/* The last live line the reader passed is put again before the compaction:
+ * its new place is not where the reader was, so the read either goes on
+ * from the right place or fails; it never skips silently. */
+TEST(read_across_compaction_after_a_reput_of_where_it_was)
+{
+    seglog *s = open_log("acr8", 512);
+    char ids[60][37];
+    fill(s, 60, ids);
+    seglog_iter *it;
+    CHECK_INT(seglog_iter_open(s, NULL, &it, NULL), 0);
+    const char *id;
+    json_t *d;
+    int r, n = 0;
+    while (n < 10 && (r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
+        n++;
+        json_decref(d);
+    }
+    for (int i = 0; i < 20; i++) {
+        json_t *x = json_pack("{si}", "again", i);
+        char out[37];
+        seglog_put(s, ids[i], x, out, NULL);
+        json_decref(x);
+    }
+    CHECK_INT(seglog_compact(s, NULL, NULL), 0);
+    int seen[60] = {0};
+    storh_err err;
+    while ((r = seglog_iter_next(it, &id, &d, &err)) == 1) {
+        for (int i = 20; i < 60; i++)
+            if (!strcmp(id, ids[i]))
+                seen[i]++;
+        json_decref(d);
+    }
+    CHECK(r == 0 || r == STORH_EUNAVAIL);
+    if (r == STORH_EUNAVAIL)
+        CHECK(strstr(err.msg, "read again after") != NULL);
+    for (int i = 20; i < 60; i++)
+        CHECK(seen[i] <= 1 && (r != 0 || seen[i] == 1));
+    seglog_iter_close(it);
+    seglog_close(s);
+}
+
+/* Every record the reader passed is deleted before the compaction, so its
+ * last one is gone from the outputs: the read goes on by id order (the
+ * segments are ordered) and hands out exactly the rest. */
+TEST(read_across_compaction_that_dropped_where_it_was)
+{
+    seglog *s = open_log("acr9", 512);
+    char ids[60][37];
+    fill(s, 60, ids);
+    seglog_iter *it;
+    CHECK_INT(seglog_iter_open(s, NULL, &it, NULL), 0);
+    const char *id;
+    json_t *d;
+    int r, n = 0;
+    while (n < 10 && (r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
+        n++;
+        json_decref(d);
+    }
+    bool ex;
+    for (int i = 0; i < 25; i++)
+        seglog_delete(s, ids[i], &ex, NULL);
+    CHECK_INT(seglog_compact(s, NULL, NULL), 0);
+    /* the hits of the chunk in memory may still come (deleted after the
+     * read began), in order; then exactly the records never deleted */
+    int k = 10, early = 0;
+    while ((r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
+        while (k < 25 && strcmp(id, ids[k]))
+            k++;
+        if (k < 25)
+            early++;
+        CHECK(k < 60 && !strcmp(id, ids[k]));
+        k++;
+        json_decref(d);
+    }
+    CHECK(early < 5);
+    CHECK_INT(r, 0);
+    CHECK_INT(k, 60);
+    seglog_iter_close(it);
+    seglog_close(s);
+}
+
+/* A cursor read with a limit (after=, limit=) across a compaction: the
+ * records after the cursor in order, none twice, no gap, up to the limit. */
+TEST(read_across_compaction_with_cursor_and_limit)
+{
+    seglog *s = open_log("acr10", 512);
+    char ids[200][37];
+    fill(s, 200, ids);
+    recquery q;
+    recquery_init(&q);
+    recquery_after(&q, ids[30], 36, NULL);
+    recquery_limit(&q, 100, NULL);
+    seglog_iter *it;
+    CHECK_INT(seglog_iter_open(s, &q, &it, NULL), 0);
+    const char *id;
+    json_t *d;
+    int r, n = 0, at = 30, bad = 0;
+    bool ex;
+    while ((r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
+        int i = at + 1;
+        while (i < 200 && strcmp(id, ids[i]))
+            i++;
+        for (int k = at + 1; k < i; k++) /* a gap: only records deleted meanwhile */
+            if (n <= 20 || k % 4)
+                bad++;
+        if (i == 200)
+            bad++;
+        else
+            at = i;
+        json_decref(d);
+        if (++n == 20) {
+            for (int k = 0; k < 200; k += 4)
+                seglog_delete(s, ids[k], &ex, NULL);
+            CHECK_INT(seglog_compact(s, NULL, NULL), 0);
+        }
+    }
+    CHECK_INT(r, 0);
+    CHECK_INT(n, 100);
+    CHECK_INT(bad, 0);
+    seglog_iter_close(it);
+    recquery_clear(&q);
+    seglog_close(s);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(concurrent_appends_roll_cleanly),
     TEST_ENTRY(failed_bulk_write_changes_nothing),
@@ -1121,6 +1385,14 @@ static const test_case tests[] = {
     TEST_ENTRY(reads_cross_chunk_boundaries),
     TEST_ENTRY(raw_reads_match_the_decoded_path),
     TEST_ENTRY(compaction_state_is_what_a_replay_builds),
+    TEST_ENTRY(read_across_compaction_small_segments),
+    TEST_ENTRY(read_across_compaction_in_chunks),
+    TEST_ENTRY(read_across_compaction_by_another_instance),
+    TEST_ENTRY(read_across_compaction_that_removed_the_segments),
+    TEST_ENTRY(read_across_compaction_by_php_storh),
+    TEST_ENTRY(read_across_compaction_after_a_reput_of_where_it_was),
+    TEST_ENTRY(read_across_compaction_that_dropped_where_it_was),
+    TEST_ENTRY(read_across_compaction_with_cursor_and_limit),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
