@@ -26,6 +26,7 @@ struct docstore_iter {
     buf raw;
     const char *const *fields; /* docstore_iter_fields */
     size_t nfields;
+    rcache_blob *blob; /* the cached bytes handed out by the last step */
 };
 
 int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, storh_err *err)
@@ -45,6 +46,21 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
     return 0;
 }
 
+/* The record cache's entry of a listed record, validated as a get's (the
+ * listing's reads take it where a write or a get left it): RCACHE_HIT with
+ * *d its data, or it->blob its canonical bytes, or both; RCACHE_HIT_ABSENT;
+ * RCACHE_MISS (read the file). */
+static int cached(docstore_iter *it, const char *key, bool uuid, const char *path, json_t **d)
+{
+    /* an unvalidated (TRUST) cache is for gets; a listing reads the files */
+    if (!it->ds->cache || !uuid || rcache_get_mode(it->ds->cache) == RCACHE_TRUST)
+        return RCACHE_MISS;
+    rcache_blob *b;
+    rcache_result r = rcache_peek(it->ds->cache, key, path, d, &b);
+    it->blob = b; /* the bytes, handed out as they are (NULL: none cached) */
+    return (int)r;
+}
+
 /* raw non-NULL: the file's bytes may be handed out as they are (when they
  * are canonical and the query needs no data); *data is then NULL. */
 static int iter_step(docstore_iter *it, const char **id, json_t **data, const char **raw,
@@ -59,29 +75,40 @@ static int iter_step(docstore_iter *it, const char **id, json_t **data, const ch
         if (it->q && !recquery_match_id(it->q, key, it->l.e[i].klen))
             continue;
         buf_reset(&it->raw);
+        rcache_blob_release(it->blob);
+        it->blob = NULL;
         *id = key;
         char path[PATH_MAX];
         struct stat st;
         if (recfile_list_path(&it->l, i, path) != 0)
             continue;
-        int rc = fsx_read_all_stat(path, &it->raw, &st, err);
-        if (rc == STORH_ENOTFOUND)
+        bool uuid = it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN);
+        json_t *d = NULL;
+        int rc = cached(it, key, uuid, path, &d);
+        if (rc == RCACHE_HIT_ABSENT)
             continue; /* deleted since the listing */
-        if (rc)
-            return rc;
+        if (rc == RCACHE_MISS) {
+            rc = fsx_read_all_stat(path, &it->raw, &st, err);
+            if (rc == STORH_ENOTFOUND)
+                continue; /* deleted since the listing */
+            if (rc)
+                return rc;
+        }
         estats_add(ESTAT_DOC_SCAN, 1);
-        if (bytes_ok && it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN) &&
-            reccanon_is_canonical(it->raw.data, it->raw.len, key)) {
+        const char *bytes = it->blob ? it->blob->data : it->raw.data;
+        size_t blen = it->blob ? it->blob->len : it->raw.len;
+        if (bytes_ok && bytes && uuid &&
+            (it->blob || reccanon_is_canonical(bytes, blen, key))) {
+            json_decref(d);
             it->emitted++;
-            *raw = it->raw.data;
-            *rawlen = it->raw.len;
+            *raw = bytes;
+            *rawlen = blen;
             *data = NULL;
             return 1;
         }
-        json_t *d = NULL;
-        if (it->nfields && !it->q && it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN))
-            d = reccanon_project(it->raw.data, it->raw.len, key, it->fields, it->nfields);
-        if (!d && (rc = docstore_decode_record(it->raw.data, it->raw.len, key, &d, err)))
+        if (!d && it->nfields && !it->q && uuid)
+            d = reccanon_project(bytes, blen, key, it->fields, it->nfields);
+        if (!d && (rc = docstore_decode_record(bytes, blen, key, &d, err)))
             return rc;
         if (it->q && !recquery_match_data(it->q, d)) {
             json_decref(d);
@@ -119,6 +146,7 @@ void docstore_iter_close(docstore_iter *it)
         return;
     recfile_list_free(&it->l);
     buf_free(&it->raw);
+    rcache_blob_release(it->blob);
     free(it);
 }
 

@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "fsx.h"
 #include "idmap.h"
+#include "reccanon.h"
 #include "xxhash.h"
 
 #define ENTRY_OVERHEAD 160 /* node, map slot and jansson headers, roughly */
@@ -27,8 +28,8 @@ static file_state state_of(const struct stat *st)
 
 typedef struct node {
     char id[IDMAP_KEY];
-    json_t *data;      /* NULL: no such record */
-    rcache_blob *blob; /* data's answer bytes once a reader encoded them */
+    json_t *data;      /* decoded; NULL until a reader wants it from blob */
+    rcache_blob *blob; /* the canonical bytes (a write's, or a reader's encoding) */
     file_state st;     /* of the file the data came from */
     XXH128_hash_t hash;
     size_t bytes;
@@ -233,7 +234,7 @@ static bool still_valid(rcache *c, const node *n, const char *path)
         return true;
     struct stat st;
     bool exists = stat(path, &st) == 0;
-    if (!n->data)
+    if (!n->data && !n->blob) /* no such record */
         return !exists;
     file_state now = exists ? state_of(&st) : (file_state){0};
     if (!exists || now.size != n->st.size)
@@ -252,6 +253,52 @@ static bool still_valid(rcache *c, const node *n, const char *path)
     return same;
 }
 
+/* Adds extra bytes to n's cost (under c->mu), then evicts older entries
+ * until the cache is within its bound again. */
+static void grow(rcache *c, node *n, size_t extra)
+{
+    n->bytes += extra;
+    c->bytes += extra;
+    atomic_fetch_add(&total_bytes, (int64_t)extra);
+    pthread_mutex_lock(&gmu);
+    gbytes += extra;
+    pthread_mutex_unlock(&gmu);
+    while (c->tail && c->tail != n && c->bytes > c->max_bytes) {
+        drop(c, c->tail);
+        c->evictions++;
+        atomic_fetch_add(&total_evictions, 1);
+    }
+}
+
+/* A hit on an entry that holds only its bytes, by a reader that wants the
+ * data: decoded once and kept. False when the bytes do not decode (the
+ * entry is then dropped as a miss). */
+static bool decode_into(rcache *c, node *n)
+{
+    char id[IDMAP_KEY + 1];
+    memcpy(id, n->id, IDMAP_KEY);
+    id[IDMAP_KEY] = '\0';
+    n->data = reccanon_decode(n->blob->data, n->blob->len, id);
+    if (!n->data)
+        return false;
+    grow(c, n, n->blob->len); /* the tree, counted as its bytes as rcache_put does */
+    return true;
+}
+
+static void touch(rcache *c, node *n)
+{
+    if (c->head != n) {
+        unlink_node(c, n);
+        push_front(c, n);
+    }
+    pthread_mutex_lock(&gmu);
+    if (ghead != n) {
+        gunlink(n);
+        glink_front(n);
+    }
+    pthread_mutex_unlock(&gmu);
+}
+
 rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_t **data,
                               rcache_blob **blob)
 {
@@ -260,18 +307,10 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
     pthread_mutex_lock(&c->mu);
     node *n = find(c, id);
     rcache_result r = RCACHE_MISS;
-    if (n && still_valid(c, n, path)) {
-        if (c->head != n) {
-            unlink_node(c, n);
-            push_front(c, n);
-        }
-        pthread_mutex_lock(&gmu);
-        if (ghead != n) {
-            gunlink(n);
-            glink_front(n);
-        }
-        pthread_mutex_unlock(&gmu);
-        r = n->data ? RCACHE_HIT : RCACHE_HIT_ABSENT;
+    if (n && still_valid(c, n, path) &&
+        (blob || n->data || !n->blob || decode_into(c, n))) {
+        touch(c, n);
+        r = n->data || n->blob ? RCACHE_HIT : RCACHE_HIT_ABSENT;
         if (blob && n->blob) {
             atomic_fetch_add_explicit(&n->blob->refs, 1, memory_order_relaxed);
             *blob = n->blob;
@@ -285,6 +324,29 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
             drop(c, n);
         c->misses++;
         atomic_fetch_add(&total_misses, 1);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+rcache_result rcache_peek(rcache *c, const char *id, const char *path, json_t **data,
+                          rcache_blob **blob)
+{
+    *data = NULL;
+    *blob = NULL;
+    pthread_mutex_lock(&c->mu);
+    node *n = find(c, id);
+    rcache_result r = RCACHE_MISS;
+    if (n && still_valid(c, n, path)) {
+        r = n->data || n->blob ? RCACHE_HIT : RCACHE_HIT_ABSENT;
+        if (n->blob) {
+            atomic_fetch_add_explicit(&n->blob->refs, 1, memory_order_relaxed);
+            *blob = n->blob;
+        }
+        if (n->data)
+            *data = json_incref(n->data);
+    } else if (n) {
+        drop(c, n);
     }
     pthread_mutex_unlock(&c->mu);
     return r;
@@ -336,16 +398,44 @@ void rcache_attach_blob(rcache *c, const char *id, const json_t *data, rcache_bl
         return;
     }
     n->blob = blob;
-    n->bytes += blob->len;
-    c->bytes += blob->len;
-    atomic_fetch_add(&total_bytes, (int64_t)blob->len);
-    pthread_mutex_lock(&gmu);
-    gbytes += blob->len;
-    pthread_mutex_unlock(&gmu);
-    while (c->tail && c->tail != n && c->bytes > c->max_bytes) {
+    grow(c, n, blob->len);
+    pthread_mutex_unlock(&c->mu);
+    enforce_budget();
+}
+
+/* Takes n (its id, data or blob, state and hash set) into the cache in
+ * place of any entry of id. */
+static void insert(rcache *c, node *n, size_t cost)
+{
+    n->bytes = cost;
+    n->owner = c;
+    pthread_mutex_lock(&c->mu);
+    node *old = find(c, n->id);
+    if (old)
+        drop(c, old);
+    while (c->tail && (c->map.len + 1 > c->max_entries || c->bytes + cost > c->max_bytes)) {
         drop(c, c->tail);
         c->evictions++;
         atomic_fetch_add(&total_evictions, 1);
+    }
+    char id[IDMAP_KEY + 1];
+    memcpy(id, n->id, IDMAP_KEY);
+    id[IDMAP_KEY] = '\0';
+    node **slot = idmap_put(&c->map, id, NULL);
+    if (slot) {
+        *slot = n;
+        push_front(c, n);
+        pthread_mutex_lock(&gmu);
+        glink_front(n);
+        gbytes += cost;
+        pthread_mutex_unlock(&gmu);
+        c->bytes += cost;
+        atomic_fetch_add(&total_bytes, (int64_t)cost);
+        atomic_fetch_add(&total_entries, 1);
+    } else {
+        json_decref(n->data);
+        rcache_blob_release(n->blob);
+        free(n);
     }
     pthread_mutex_unlock(&c->mu);
     enforce_budget();
@@ -366,34 +456,24 @@ void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat
         n->st = state_of(st);
     if (bytes && c->mode == RCACHE_HASH)
         n->hash = XXH3_128bits(bytes, len);
-    n->bytes = cost;
-    n->owner = c;
-    pthread_mutex_lock(&c->mu);
-    node *old = find(c, id);
-    if (old)
-        drop(c, old);
-    while (c->tail && (c->map.len + 1 > c->max_entries || c->bytes + cost > c->max_bytes)) {
-        drop(c, c->tail);
-        c->evictions++;
-        atomic_fetch_add(&total_evictions, 1);
+    insert(c, n, cost);
+}
+
+void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct stat *st)
+{
+    size_t cost = ENTRY_OVERHEAD + blob->len;
+    node *n = cost > c->max_bytes ? NULL : calloc(1, sizeof *n);
+    if (!n) {
+        rcache_blob_release(blob);
+        rcache_forget(c, id);
+        return;
     }
-    node **slot = idmap_put(&c->map, id, NULL);
-    if (slot) {
-        *slot = n;
-        push_front(c, n);
-        pthread_mutex_lock(&gmu);
-        glink_front(n);
-        gbytes += cost;
-        pthread_mutex_unlock(&gmu);
-        c->bytes += cost;
-        atomic_fetch_add(&total_bytes, (int64_t)cost);
-        atomic_fetch_add(&total_entries, 1);
-    } else {
-        json_decref(n->data);
-        free(n);
-    }
-    pthread_mutex_unlock(&c->mu);
-    enforce_budget();
+    memcpy(n->id, id, IDMAP_KEY);
+    n->blob = blob;
+    n->st = state_of(st);
+    if (c->mode == RCACHE_HASH)
+        n->hash = XXH3_128bits(blob->data, blob->len);
+    insert(c, n, cost);
 }
 
 void rcache_forget(rcache *c, const char *id)
