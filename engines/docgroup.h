@@ -47,11 +47,11 @@ typedef enum {
 #define DOCGROUP_SYNCFS_MIN 4
 
 typedef struct docgroup_op {
-    bool del;                 /* DELETE; otherwise a put of tmp to final */
-    const char *id, *tmp;     /* tmp: put only */
-    char final[PATH_MAX];     /* the record path */
-    const json_t *data;       /* put: the new data (indexes, unique checks) */
-    const char *bytes;        /* put: its canonical bytes for the record cache, or NULL */
+    bool del;             /* DELETE; otherwise a put of tmp to final */
+    const char *id, *tmp; /* tmp: put only */
+    char final[PATH_MAX]; /* the record path */
+    const json_t *data;   /* put: the new data (indexes, unique checks) */
+    const char *bytes;    /* put: its canonical bytes for the record cache, or NULL */
     size_t len;
     struct stat st;           /* the published file's state, when published is set */
     bool published;           /* renamed and fstat'ed after the rename: cache it */

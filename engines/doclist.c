@@ -97,8 +97,7 @@ static int iter_step(docstore_iter *it, const char **id, json_t **data, const ch
         estats_add(ESTAT_DOC_SCAN, 1);
         const char *bytes = it->blob ? it->blob->data : it->raw.data;
         size_t blen = it->blob ? it->blob->len : it->raw.len;
-        if (bytes_ok && bytes && uuid &&
-            (it->blob || reccanon_is_canonical(bytes, blen, key))) {
+        if (bytes_ok && bytes && uuid && (it->blob || reccanon_is_canonical(bytes, blen, key))) {
             json_decref(d);
             it->emitted++;
             *raw = bytes;

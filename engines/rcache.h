@@ -1,11 +1,11 @@
 /* rcache: a bounded record cache for one docstore: id -> decoded data
- * and/or its canonical bytes (or "no such record"), bounded by entries and bytes, least recently used out
- * first. Hits are validated as storh's CacheValidation says (FORMAT.md 7.2):
- * STAT compares what every publish by rename changes (inode and device,
- * nanosecond mtime and ctime, size), so a same-size rewrite in the same
- * second by another process is seen; HASH compares mtime (seconds), size
- * and the xxh128 of the bytes; TRUST checks nothing (out-of-band edits stay
- * invisible). Thread-safe. */
+ * and/or its canonical bytes (or "no such record"), bounded by entries and
+ * bytes, least recently used out first. Hits are validated as storh's
+ * CacheValidation says (FORMAT.md 7.2): STAT compares what every publish
+ * by rename changes (inode and device, nanosecond mtime and ctime, size),
+ * so a same-size rewrite in the same second by another process is seen;
+ * HASH compares mtime (seconds), size and the xxh128 of the bytes; TRUST
+ * checks nothing (out-of-band edits stay invisible). Thread-safe. */
 #ifndef STORH_RCACHE_H
 #define STORH_RCACHE_H
 
