@@ -107,6 +107,8 @@ static int iter_step(docstore_iter *it, const char **id, json_t **data, const ch
         }
         if (!d && it->nfields && !it->q && uuid)
             d = reccanon_project(bytes, blen, key, it->fields, it->nfields);
+        if (!d && it->blob) /* bytes without data: rcache_put_bytes's, checked */
+            d = reccanon_decode_checked(bytes, key);
         if (!d && (rc = docstore_decode_record(bytes, blen, key, &d, err)))
             return rc;
         if (it->q && !recquery_match_data(it->q, d)) {

@@ -299,7 +299,8 @@ static bool decode_into(rcache *c, node *n)
     char id[IDMAP_KEY + 1];
     memcpy(id, n->id, IDMAP_KEY);
     id[IDMAP_KEY] = '\0';
-    n->data = reccanon_decode(n->blob->data, n->blob->len, id);
+    /* an entry with bytes and no data is rcache_put_bytes's: checked */
+    n->data = reccanon_decode_checked(n->blob->data, id);
     if (!n->data)
         return false;
     grow(c, n, n->blob->len); /* the tree, counted as its bytes as rcache_put does */

@@ -38,5 +38,9 @@ json_t *reccanon_project(const char *bytes, size_t len, const char *id, const ch
  * the bytes are not canonical (or memory ran out): decode them instead.
  * New reference. */
 json_t *reccanon_decode(const char *bytes, size_t len, const char *id);
+/* reccanon_decode of bytes reccanon_is_canonical already accepted for id
+ * (the record cache's, checked when they were cached), without checking
+ * them again: anything else is undefined. */
+json_t *reccanon_decode_checked(const char *bytes, const char *id);
 
 #endif
