@@ -430,8 +430,11 @@ static void insert(rcache *c, node *n, size_t cost)
 {
     n->bytes = cost;
     n->owner = c;
+    char id[IDMAP_KEY + 1];
+    memcpy(id, n->id, IDMAP_KEY);
+    id[IDMAP_KEY] = '\0';
     pthread_mutex_lock(&c->mu);
-    node *old = find(c, n->id);
+    node *old = find(c, id);
     if (old)
         drop(c, old);
     while (c->tail && (c->map.len + 1 > c->max_entries || c->bytes + cost > c->max_bytes)) {
@@ -439,9 +442,6 @@ static void insert(rcache *c, node *n, size_t cost)
         c->evictions++;
         atomic_fetch_add(&total_evictions, 1);
     }
-    char id[IDMAP_KEY + 1];
-    memcpy(id, n->id, IDMAP_KEY);
-    id[IDMAP_KEY] = '\0';
     node **slot = idmap_put(&c->map, id, NULL);
     if (slot) {
         *slot = n;
