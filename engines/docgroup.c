@@ -151,11 +151,18 @@ static int apply(docstore *ds, docgroup_op *op, docindex_batch *ib, storh_err *e
         }
     } else {
         op->existed = access(op->final, F_OK) == 0;
+        /* the cache's file state: the temp's inode, taken after the rename
+         * (which changes its ctime) through a descriptor, so it is the file
+         * this op published whatever happens to the path */
+        int fd = ds->cache && op->bytes ? open(op->tmp, O_RDONLY | O_CLOEXEC) : -1;
         rc = fsx_rename(op->tmp, op->final, false, err);
         if (!rc) {
             op->applied = true;
             estats_add(ESTAT_DOC_PUT, 1);
+            op->published = fd >= 0 && fstat(fd, &op->st) == 0;
         }
+        if (fd >= 0)
+            close(fd);
     }
     if (ds->cache)
         rcache_forget(ds->cache, op->id);
@@ -296,6 +303,20 @@ static int publish_index(docstore *ds, docgroup *g, docindex_batch *ib, bool fs,
     return rc;
 }
 
+/* After a durable group: its puts' bytes go to the record cache with the
+ * state of the files they were published as (a rewrite since, by anyone,
+ * changes that state: the hit is validated as any). */
+static void remember(docstore *ds, docgroup_op *ops)
+{
+    for (docgroup_op *op = ops; op; op = op->next) {
+        if (!op->published || op->rc)
+            continue;
+        rcache_blob *b = rcache_blob_new(op->bytes, op->len);
+        if (b)
+            rcache_put_bytes(ds->cache, op->id, b, &op->st);
+    }
+}
+
 /* The leader's work for the ops of one group, in queue order. 0, or a group
  * failure (err filled); *poison tells whether it may have left something
  * half-applied or in doubt (a failure before the barrier or the lock did
@@ -364,6 +385,8 @@ static int publish(docstore *ds, docgroup *g, docgroup_op *ops, uint64_t *syncs,
     free(dirs);
     free(paths);
     *poison = rc != 0;
+    if (!rc && ds->cache)
+        remember(ds, ops);
     return rc;
 }
 
@@ -451,7 +474,7 @@ int docgroup_commit(docstore *ds, docgroup_op *op)
 {
     docgroup *g = &ds->grp;
     op->rc = 0;
-    op->existed = op->applied = op->done = false;
+    op->existed = op->applied = op->done = op->published = false;
     op->next = NULL;
     op->queued_ns = now_ns();
     pthread_mutex_lock(&g->mu);

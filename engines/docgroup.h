@@ -4,7 +4,10 @@
  * every op queued so far in one step: the durability barrier of the temps,
  * the collection lock (mutex + flock, so PHP storh still excludes), each
  * op's own checks, rename or unlink and index update in queue order, one
- * fsync per touched directory, unlock; only then are the ops answered.
+ * fsync per touched directory, unlock; only then are the ops answered, and
+ * a durable group's puts are remembered by the collection's record cache
+ * (their bytes and the state of their files after the rename), so a get
+ * after a put is a validated hit; a failed group leaves nothing cached.
  *
  *   queued --leader takes the queue--> [barrier, lock, apply in order,
  *                                        dir fsyncs, unlock] --> done
@@ -23,6 +26,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "storh_err.h"
 #include "uuid7.h"
@@ -43,10 +47,14 @@ typedef enum {
 #define DOCGROUP_SYNCFS_MIN 4
 
 typedef struct docgroup_op {
-    bool del;                 /* DELETE; otherwise a put of tmp to final */
-    const char *id, *tmp;     /* tmp: put only */
-    char final[PATH_MAX];     /* the record path */
-    const json_t *data;       /* put: the new data (indexes, unique checks) */
+    bool del;             /* DELETE; otherwise a put of tmp to final */
+    const char *id, *tmp; /* tmp: put only */
+    char final[PATH_MAX]; /* the record path */
+    const json_t *data;   /* put: the new data (indexes, unique checks) */
+    const char *bytes;    /* put: its canonical bytes for the record cache, or NULL */
+    size_t len;
+    struct stat st;           /* the published file's state, when published is set */
+    bool published;           /* renamed and fstat'ed after the rename: cache it */
     int rc;                   /* out: 0 or a STORH_E* code, err filled */
     storh_err *err;           /* the op's own error */
     bool existed, applied;    /* out: a record was there; tmp was renamed */

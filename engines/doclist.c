@@ -27,6 +27,7 @@ struct docstore_iter {
     buf raw;
     const char *const *fields; /* docstore_iter_fields */
     size_t nfields;
+    rcache_blob *blob;  /* the cached bytes handed out by the last step */
     recpred *where;     /* q's field equalities on canonical bytes, if they compile */
     const recpred *pre; /* docstore_iter_prefilter */
 };
@@ -49,19 +50,32 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
     return 0;
 }
 
-/* What the compiled filters say of a canonical record: NO skips it; YES
- * when the query's field equalities hold (or it has none). */
-static int bytes_verdict(const docstore_iter *it, const char *key)
+/* The record cache's entry of a listed record, validated as a get's (the
+ * listing's reads take it where a write or a get left it): RCACHE_HIT with
+ * *d its data, or it->blob its canonical bytes, or both; RCACHE_HIT_ABSENT;
+ * RCACHE_MISS (read the file). */
+static int cached(docstore_iter *it, const char *key, bool uuid, const char *path, json_t **d)
+{
+    /* an unvalidated (TRUST) cache is for gets; a listing reads the files */
+    if (!it->ds->cache || !uuid || rcache_get_mode(it->ds->cache) == RCACHE_TRUST)
+        return RCACHE_MISS;
+    rcache_blob *b;
+    rcache_result r = rcache_peek(it->ds->cache, key, path, d, &b);
+    it->blob = b; /* the bytes, handed out as they are (NULL: none cached) */
+    return (int)r;
+}
+
+/* What the compiled filters say of a record's canonical bytes: NO skips
+ * it; YES when the query's field equalities hold (or it has none). */
+static int bytes_verdict(const docstore_iter *it, const char *key, const char *bytes, size_t len)
 {
     bool wheres = it->q && it->q->where && json_object_size(it->q->where) > 0;
     int w = !wheres     ? RECPRED_YES
-            : it->where ? recpred_match_canonical(it->where, key, it->raw.data, it->raw.len)
+            : it->where ? recpred_match_canonical(it->where, key, bytes, len)
                         : RECPRED_UNSURE;
     if (w == RECPRED_NO || !it->pre)
         return w;
-    return recpred_match_canonical(it->pre, key, it->raw.data, it->raw.len) == RECPRED_NO
-               ? RECPRED_NO
-               : w;
+    return recpred_match_canonical(it->pre, key, bytes, len) == RECPRED_NO ? RECPRED_NO : w;
 }
 
 /* raw non-NULL: the file's bytes may be handed out as they are (when they
@@ -78,34 +92,49 @@ static int iter_step(docstore_iter *it, const char **id, json_t **data, const ch
         if (it->q && !recquery_match_id(it->q, key, it->l.e[i].klen))
             continue;
         buf_reset(&it->raw);
+        rcache_blob_release(it->blob);
+        it->blob = NULL;
         *id = key;
         char path[PATH_MAX];
         struct stat st;
         if (recfile_list_path(&it->l, i, path) != 0)
             continue;
-        int rc = fsx_read_all_stat(path, &it->raw, &st, err);
-        if (rc == STORH_ENOTFOUND)
+        bool uuid = it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN);
+        json_t *d = NULL;
+        int rc = cached(it, key, uuid, path, &d);
+        if (rc == RCACHE_HIT_ABSENT)
             continue; /* deleted since the listing */
-        if (rc)
-            return rc;
+        if (rc == RCACHE_MISS) {
+            rc = fsx_read_all_stat(path, &it->raw, &st, err);
+            if (rc == STORH_ENOTFOUND)
+                continue; /* deleted since the listing */
+            if (rc)
+                return rc;
+        }
         estats_add(ESTAT_DOC_SCAN, 1);
+        const char *bytes = it->blob ? it->blob->data : it->raw.data;
+        size_t blen = it->blob ? it->blob->len : it->raw.len;
         int v = RECPRED_UNSURE;
-        if ((raw || it->where || it->pre) && it->l.e[i].klen == UUID7_LEN &&
-            uuid7_is_valid(key, UUID7_LEN) && reccanon_is_canonical(it->raw.data, it->raw.len, key))
-            v = bytes_verdict(it, key);
-        if (v == RECPRED_NO)
+        if ((raw || it->where || it->pre) && bytes && uuid &&
+            (it->blob || reccanon_is_canonical(bytes, blen, key)))
+            v = bytes_verdict(it, key, bytes, blen);
+        if (v == RECPRED_NO) {
+            json_decref(d);
             continue;
+        }
         if (raw && v == RECPRED_YES) {
+            json_decref(d);
             it->emitted++;
-            *raw = it->raw.data;
-            *rawlen = it->raw.len;
+            *raw = bytes;
+            *rawlen = blen;
             *data = NULL;
             return 1;
         }
-        json_t *d = NULL;
-        if (it->nfields && !it->q && it->l.e[i].klen == UUID7_LEN && uuid7_is_valid(key, UUID7_LEN))
-            d = reccanon_project(it->raw.data, it->raw.len, key, it->fields, it->nfields);
-        if (!d && (rc = docstore_decode_record(it->raw.data, it->raw.len, key, &d, err)))
+        if (!d && it->nfields && !it->q && uuid)
+            d = reccanon_project(bytes, blen, key, it->fields, it->nfields);
+        if (!d && it->blob) /* bytes without data: rcache_put_bytes's, checked */
+            d = reccanon_decode_checked(bytes, key);
+        if (!d && (rc = docstore_decode_record(bytes, blen, key, &d, err)))
             return rc;
         if (it->q && !recquery_match_data(it->q, d)) {
             json_decref(d);
@@ -148,6 +177,7 @@ void docstore_iter_close(docstore_iter *it)
         return;
     recfile_list_free(&it->l);
     buf_free(&it->raw);
+    rcache_blob_release(it->blob);
     recpred_free(it->where);
     free(it);
 }

@@ -120,7 +120,9 @@ int docstore_reindex_locked(docstore *ds, json_t **out, storh_err *err)
         docindex_build_abort(b);
     size_t n = ds->ix.n;
     pthread_rwlock_unlock(&ds->ixlock);
-    if (ds->cache)
+    /* the records did not change (validated hits stay right); an
+     * unvalidated cache starts again from the files the indexes saw */
+    if (ds->cache && rcache_get_mode(ds->cache) == RCACHE_TRUST)
         rcache_clear(ds->cache);
     if (!rc && out)
         *out = json_pack("{sIsI}", "fields", (json_int_t)n, "entries", (json_int_t)t.records);

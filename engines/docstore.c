@@ -79,7 +79,8 @@ int docstore_open(const char *root, const char *name, docstore **out, storh_err 
         return storh_err_oom(err);
     }
     sprintf(ds->dir, "%.*s/%s", (int)rl, root, name);
-    if (strlen(ds->dir) + 100 >= PATH_MAX) { /* room for data/xx/<id>.jsonc and temps */
+    ds->dirlen = strlen(ds->dir);
+    if (ds->dirlen + 100 >= PATH_MAX) { /* room for data/xx/<id>.jsonc and temps */
         free(ds->dir);
         free(ds);
         return storh_err_set(err, STORH_EINVAL, "Collection path too long.");
@@ -166,7 +167,25 @@ int docstore_prepare_locked(docstore *ds, storh_err *err)
 
 void docstore_record_path(const docstore *ds, const char *id, char *out)
 {
-    fsx_pathf(out, NULL, "%s/data/%c%c/%s.jsonc", ds->dir, id[24], id[25], id);
+    /* <dir>/data/<id[24..25]>/<id>.jsonc built by copies: a cache hit's
+     * path, so no format parsing (open checked that it fits PATH_MAX) */
+    size_t dl = ds->dirlen, il = strlen(id);
+    if (dl + il + 20 >= PATH_MAX) {
+        fsx_pathf(out, NULL, "%s/data/%c%c/%s.jsonc", ds->dir, id[24], id[25], id);
+        return;
+    }
+    char *p = out;
+    memcpy(p, ds->dir, dl);
+    p += dl;
+    memcpy(p, "/data/", 6);
+    p += 6;
+    p[0] = id[24];
+    p[1] = id[25];
+    p[2] = '/';
+    p += 3;
+    memcpy(p, id, il);
+    p += il;
+    memcpy(p, ".jsonc", 7);
 }
 
 int docstore_encode_record(buf *out, const char *id, const json_t *data, storh_err *err)

@@ -57,7 +57,8 @@ int docstore_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_e
 int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err);
 /* put = a stage of one, published with its concurrent neighbours (one
  * group, docgroup.h). id NULL -> generated. out_id receives the id;
- * *existed whether a record was replaced. */
+ * *existed whether a record was replaced. Once durable, the record's bytes
+ * stay in the record cache (if any), validated as any entry. */
 int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_LEN + 1],
                  bool *existed, storh_err *err);
 /* put and delete are published in groups with concurrent writes to the

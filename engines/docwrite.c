@@ -21,6 +21,7 @@
 #include "fault.h"
 #include "fsx.h"
 #include "query.h"
+#include "reccanon.h"
 #include "sjson.h"
 
 /* A staged row keeps what its commit needs, not the row: the record path
@@ -496,9 +497,14 @@ int docstore_put(docstore *ds, const char *id, json_t *data, char out_id[UUID7_L
         docstore_stage_abort(st);
         return rc;
     }
+    /* the bytes the cache keeps once published: the encoder's, so they are
+     * the record's answer bytes too */
+    bool canon = ds->cache && reccanon_is_canonical(st->enc.data, st->enc.len, out_id);
     docgroup_op op = {.id = st->rows[0].id,
                       .tmp = st->rows[0].tmp,
                       .data = st->rows[0].data,
+                      .bytes = canon ? st->enc.data : NULL,
+                      .len = canon ? st->enc.len : 0,
                       .err = err,
                       .arrived = true};
     docstore_record_path(ds, out_id, op.final);

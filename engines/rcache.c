@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "fsx.h"
 #include "idmap.h"
+#include "reccanon.h"
 #include "xxhash.h"
 
 #define ENTRY_OVERHEAD 160 /* node, map slot and jansson headers, roughly */
@@ -27,8 +28,8 @@ static file_state state_of(const struct stat *st)
 
 typedef struct node {
     char id[IDMAP_KEY];
-    json_t *data;      /* NULL: no such record */
-    rcache_blob *blob; /* data's answer bytes once a reader encoded them */
+    json_t *data;      /* decoded; NULL until a reader wants it from blob */
+    rcache_blob *blob; /* the canonical bytes (a write's, or a reader's encoding) */
     file_state st;     /* of the file the data came from */
     XXH128_hash_t hash;
     size_t bytes;
@@ -195,10 +196,31 @@ static void enforce_budget(void)
 
 void rcache_clear(rcache *c)
 {
+    /* every entry out of the lists and the map at once, freed after: a
+     * close of a big cache costs the frees, not an unlink and a map
+     * delete each */
     pthread_mutex_lock(&c->mu);
-    while (c->head)
-        drop(c, c->head);
+    node *all = c->head;
+    int64_t n = 0;
+    pthread_mutex_lock(&gmu);
+    for (node *x = all; x; x = x->next, n++) {
+        gunlink(x);
+        gbytes -= x->bytes;
+    }
+    pthread_mutex_unlock(&gmu);
+    atomic_fetch_sub(&total_bytes, (int64_t)c->bytes);
+    atomic_fetch_sub(&total_entries, n);
+    c->head = c->tail = NULL;
+    c->bytes = 0;
+    idmap_clear(&c->map);
     pthread_mutex_unlock(&c->mu);
+    while (all) {
+        node *next = all->next;
+        json_decref(all->data);
+        rcache_blob_release(all->blob);
+        free(all);
+        all = next;
+    }
 }
 
 void rcache_free(rcache *c)
@@ -233,7 +255,7 @@ static bool still_valid(rcache *c, const node *n, const char *path)
         return true;
     struct stat st;
     bool exists = stat(path, &st) == 0;
-    if (!n->data)
+    if (!n->data && !n->blob) /* no such record */
         return !exists;
     file_state now = exists ? state_of(&st) : (file_state){0};
     if (!exists || now.size != n->st.size)
@@ -252,6 +274,53 @@ static bool still_valid(rcache *c, const node *n, const char *path)
     return same;
 }
 
+/* Adds extra bytes to n's cost (under c->mu), then evicts older entries
+ * until the cache is within its bound again. */
+static void grow(rcache *c, node *n, size_t extra)
+{
+    n->bytes += extra;
+    c->bytes += extra;
+    atomic_fetch_add(&total_bytes, (int64_t)extra);
+    pthread_mutex_lock(&gmu);
+    gbytes += extra;
+    pthread_mutex_unlock(&gmu);
+    while (c->tail && c->tail != n && c->bytes > c->max_bytes) {
+        drop(c, c->tail);
+        c->evictions++;
+        atomic_fetch_add(&total_evictions, 1);
+    }
+}
+
+/* A hit on an entry that holds only its bytes, by a reader that wants the
+ * data: decoded once and kept. False when the bytes do not decode (the
+ * entry is then dropped as a miss). */
+static bool decode_into(rcache *c, node *n)
+{
+    char id[IDMAP_KEY + 1];
+    memcpy(id, n->id, IDMAP_KEY);
+    id[IDMAP_KEY] = '\0';
+    /* an entry with bytes and no data is rcache_put_bytes's: checked */
+    n->data = reccanon_decode_checked(n->blob->data, id);
+    if (!n->data)
+        return false;
+    grow(c, n, n->blob->len); /* the tree, counted as its bytes as rcache_put does */
+    return true;
+}
+
+static void touch(rcache *c, node *n)
+{
+    if (c->head != n) {
+        unlink_node(c, n);
+        push_front(c, n);
+    }
+    pthread_mutex_lock(&gmu);
+    if (ghead != n) {
+        gunlink(n);
+        glink_front(n);
+    }
+    pthread_mutex_unlock(&gmu);
+}
+
 rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_t **data,
                               rcache_blob **blob)
 {
@@ -260,18 +329,9 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
     pthread_mutex_lock(&c->mu);
     node *n = find(c, id);
     rcache_result r = RCACHE_MISS;
-    if (n && still_valid(c, n, path)) {
-        if (c->head != n) {
-            unlink_node(c, n);
-            push_front(c, n);
-        }
-        pthread_mutex_lock(&gmu);
-        if (ghead != n) {
-            gunlink(n);
-            glink_front(n);
-        }
-        pthread_mutex_unlock(&gmu);
-        r = n->data ? RCACHE_HIT : RCACHE_HIT_ABSENT;
+    if (n && still_valid(c, n, path) && (blob || n->data || !n->blob || decode_into(c, n))) {
+        touch(c, n);
+        r = n->data || n->blob ? RCACHE_HIT : RCACHE_HIT_ABSENT;
         if (blob && n->blob) {
             atomic_fetch_add_explicit(&n->blob->refs, 1, memory_order_relaxed);
             *blob = n->blob;
@@ -285,6 +345,29 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
             drop(c, n);
         c->misses++;
         atomic_fetch_add(&total_misses, 1);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+rcache_result rcache_peek(rcache *c, const char *id, const char *path, json_t **data,
+                          rcache_blob **blob)
+{
+    *data = NULL;
+    *blob = NULL;
+    pthread_mutex_lock(&c->mu);
+    node *n = find(c, id);
+    rcache_result r = RCACHE_MISS;
+    if (n && still_valid(c, n, path)) {
+        r = n->data || n->blob ? RCACHE_HIT : RCACHE_HIT_ABSENT;
+        if (n->blob) {
+            atomic_fetch_add_explicit(&n->blob->refs, 1, memory_order_relaxed);
+            *blob = n->blob;
+        }
+        if (n->data)
+            *data = json_incref(n->data);
+    } else if (n) {
+        drop(c, n);
     }
     pthread_mutex_unlock(&c->mu);
     return r;
@@ -336,38 +419,20 @@ void rcache_attach_blob(rcache *c, const char *id, const json_t *data, rcache_bl
         return;
     }
     n->blob = blob;
-    n->bytes += blob->len;
-    c->bytes += blob->len;
-    atomic_fetch_add(&total_bytes, (int64_t)blob->len);
-    pthread_mutex_lock(&gmu);
-    gbytes += blob->len;
-    pthread_mutex_unlock(&gmu);
-    while (c->tail && c->tail != n && c->bytes > c->max_bytes) {
-        drop(c, c->tail);
-        c->evictions++;
-        atomic_fetch_add(&total_evictions, 1);
-    }
+    grow(c, n, blob->len);
     pthread_mutex_unlock(&c->mu);
     enforce_budget();
 }
 
-void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat *st,
-                const char *bytes, size_t len)
+/* Takes n (its id, data or blob, state and hash set) into the cache in
+ * place of any entry of id. */
+static void insert(rcache *c, node *n, size_t cost)
 {
-    size_t cost = ENTRY_OVERHEAD + (data ? len : 0);
-    if (cost > c->max_bytes)
-        return;
-    node *n = calloc(1, sizeof *n);
-    if (!n)
-        return;
-    memcpy(n->id, id, IDMAP_KEY);
-    n->data = data ? json_incref((json_t *)data) : NULL;
-    if (st)
-        n->st = state_of(st);
-    if (bytes && c->mode == RCACHE_HASH)
-        n->hash = XXH3_128bits(bytes, len);
     n->bytes = cost;
     n->owner = c;
+    char id[IDMAP_KEY + 1];
+    memcpy(id, n->id, IDMAP_KEY);
+    id[IDMAP_KEY] = '\0';
     pthread_mutex_lock(&c->mu);
     node *old = find(c, id);
     if (old)
@@ -390,10 +455,46 @@ void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat
         atomic_fetch_add(&total_entries, 1);
     } else {
         json_decref(n->data);
+        rcache_blob_release(n->blob);
         free(n);
     }
     pthread_mutex_unlock(&c->mu);
     enforce_budget();
+}
+
+void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat *st,
+                const char *bytes, size_t len)
+{
+    size_t cost = ENTRY_OVERHEAD + (data ? len : 0);
+    if (cost > c->max_bytes)
+        return;
+    node *n = calloc(1, sizeof *n);
+    if (!n)
+        return;
+    memcpy(n->id, id, IDMAP_KEY);
+    n->data = data ? json_incref((json_t *)data) : NULL;
+    if (st)
+        n->st = state_of(st);
+    if (bytes && c->mode == RCACHE_HASH)
+        n->hash = XXH3_128bits(bytes, len);
+    insert(c, n, cost);
+}
+
+void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct stat *st)
+{
+    size_t cost = ENTRY_OVERHEAD + blob->len;
+    node *n = cost > c->max_bytes ? NULL : calloc(1, sizeof *n);
+    if (!n) {
+        rcache_blob_release(blob);
+        rcache_forget(c, id);
+        return;
+    }
+    memcpy(n->id, id, IDMAP_KEY);
+    n->blob = blob;
+    n->st = state_of(st);
+    if (c->mode == RCACHE_HASH)
+        n->hash = XXH3_128bits(blob->data, blob->len);
+    insert(c, n, cost);
 }
 
 void rcache_forget(rcache *c, const char *id)

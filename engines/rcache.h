@@ -1,11 +1,11 @@
-/* rcache: a bounded record cache for one docstore: id -> decoded data (or
- * "no such record"), bounded by entries and bytes, least recently used out
- * first. Hits are validated as storh's CacheValidation says (FORMAT.md 7.2):
- * STAT compares what every publish by rename changes (inode and device,
- * nanosecond mtime and ctime, size), so a same-size rewrite in the same
- * second by another process is seen; HASH compares mtime (seconds), size
- * and the xxh128 of the bytes; TRUST checks nothing (out-of-band edits stay
- * invisible). Thread-safe. */
+/* rcache: a bounded record cache for one docstore: id -> decoded data
+ * and/or its canonical bytes (or "no such record"), bounded by entries and
+ * bytes, least recently used out first. Hits are validated as storh's
+ * CacheValidation says (FORMAT.md 7.2): STAT compares what every publish
+ * by rename changes (inode and device, nanosecond mtime and ctime, size),
+ * so a same-size rewrite in the same second by another process is seen;
+ * HASH compares mtime (seconds), size and the xxh128 of the bytes; TRUST
+ * checks nothing (out-of-band edits stay invisible). Thread-safe. */
 #ifndef STORH_RCACHE_H
 #define STORH_RCACHE_H
 
@@ -58,6 +58,19 @@ void rcache_blob_release(void *blob);
  * blob NULL it is rcache_get. */
 rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_t **data,
                               rcache_blob **blob);
+/* Remembers a record by its canonical bytes (blob: a reference given to
+ * the cache; its bytes must be docstore_encode_record's for their data, as
+ * reccanon_is_canonical says) and the state of the file that holds them,
+ * as a write publishes it: a later get is a validated hit, decoding the
+ * bytes the first time a reader wants data. */
+void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct stat *st);
+/* A validated lookup for a reader passing through (a listing, an export):
+ * the LRU order and the hit and miss counts are left alone, and nothing is
+ * decoded. On RCACHE_HIT *blob (the bytes) and *data (the decoded data) are
+ * new references where the entry holds them, NULL where not (at least one
+ * is set). */
+rcache_result rcache_peek(rcache *c, const char *id, const char *path, json_t **data,
+                          rcache_blob **blob);
 /* Gives blob (a reference of its own) to the entry of id if that entry
  * still holds data (the reference rcache_get returned), so a rewrite in
  * between is never given the older bytes; counted in the entry's bytes. */

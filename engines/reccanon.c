@@ -384,6 +384,11 @@ json_t *reccanon_decode(const char *bytes, size_t len, const char *id)
 {
     if (!check(bytes, len, id, NULL, NULL))
         return NULL;
+    return reccanon_decode_checked(bytes, id);
+}
+
+json_t *reccanon_decode_checked(const char *bytes, const char *id)
+{
     const char *p = bytes + 7 + strlen(id) + 9; /* {"id":"<id>","data": */
     buf tmp = BUF_INIT;
     json_t *v = build(&p, &tmp);

@@ -38,6 +38,10 @@ json_t *reccanon_project(const char *bytes, size_t len, const char *id, const ch
  * the bytes are not canonical (or memory ran out): decode them instead.
  * New reference. */
 json_t *reccanon_decode(const char *bytes, size_t len, const char *id);
+/* reccanon_decode of bytes reccanon_is_canonical already accepted for id
+ * (the record cache's, checked when they were cached), without checking
+ * them again: anything else is undefined. */
+json_t *reccanon_decode_checked(const char *bytes, const char *id);
 
 /* The same rule for a value on its own (an object or a list, as a log
  * line's data): true only if decoding bytes and encoding the value again

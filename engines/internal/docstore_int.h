@@ -19,6 +19,7 @@
 
 struct docstore {
     char *dir;
+    size_t dirlen;
     pthread_mutex_t mu; /* commits, deletes and the lazy set-up below */
     atomic_bool ready;  /* collection dir exists and our marker is registered */
     char identity[32];  /* <pid>.<8hex>, also the record temp prefix */
