@@ -66,10 +66,13 @@ static const cmp_row rows[] = {
     {"queue.enqueue", "queue.enqueue", CLS_DURABLE, OPS_N, "limit.append_fsync", NULL},
     {"queue.claim", "queue.claim", CLS_DURABLE, OPS_N, "limit.append_fsync", NULL},
     {"queue.complete", "queue.complete", CLS_DURABLE, OPS_N, "limit.append_fsync", NULL},
-    {"doc.bulk_put", "doc.put_stream", CLS_BULK, OPS_N, NULL, NULL},
-    {"doc.jsonl_import", "doc.import_jsonl", CLS_BULK, OPS_N, NULL, NULL},
+    {"doc.bulk_put", "doc.put_stream", CLS_BULK, OPS_N, "limit.bulk_publish",
+     "storhd: the median of 3 batches, each as storh's one"},
+    {"doc.jsonl_import", "doc.import_jsonl", CLS_BULK, OPS_N, "limit.bulk_publish",
+     "storhd: the median of 3 batches, each as storh's one"},
     {"log.bulk_append", "log.append_stream", CLS_BULK, OPS_N, NULL, NULL},
-    {"mirror.pull", "mirror.pull", CLS_BULK, OPS_N, NULL, NULL},
+    {"mirror.pull", "mirror.pull", CLS_BULK, OPS_N, "limit.bulk_publish_mirror",
+     "storhd: the median of 3 batches, each as storh's one"},
     /* storh's JSON has no memory figure: storh-side-by-side.sh adds
      * peakRssKb from /usr/bin/time */
     {"peakRssKb", "rss.peak", CLS_MEMORY, OPS_ONE, NULL, "peak RSS of the whole run"},
@@ -286,8 +289,10 @@ static void print_row(const cmp_row *row, const docs *php, const docs *cur)
     bool met;
     switch (row->cls) {
     case CLS_CPU:
-    case CLS_BULK:
         met = ratio >= 10;
+        break;
+    case CLS_BULK: /* or, held against the limit that stops it, >= 80% of it */
+        met = ratio >= 10 || (row->limit && ratio >= 1 && fc >= 0.8);
         break;
     case CLS_KERNEL:
         met = ratio >= 1 && (!row->limit || fc >= 0.8);

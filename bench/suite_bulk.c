@@ -1,0 +1,178 @@
+/* suite_bulk (bench): the bulk durable figures (doc.put_stream,
+ * doc.import_jsonl, and the batches of mirror.pull) and their limit,
+ * limit.bulk_publish: the least a durable bulk of N record files can do,
+ * timed batch for batch next to them, interleaved, so both see the same
+ * disk and the same inode allocator (see bulk_limit_batch). */
+#include "suite_bulk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "docstore.h"
+#include "fsx.h"
+
+double bulk_median(double *v, int n)
+{
+    for (int i = 1; i < n; i++) /* insertion sort: a handful of batches */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A fresh directory's shard dir for id, made on first use (as a bulk into a
+ * new collection makes them). */
+static void shard_dir(const char *dir, const char *id, bool *made, char *out)
+{
+    unsigned sh = (unsigned)strtoul((char[3]){id[24], id[25], 0}, NULL, 16);
+    fsx_pathf(out, NULL, "%s/data/%c%c", dir, id[24], id[25]);
+    if (!made[sh & 255]) {
+        if (mkdir(out, 0755) && errno != EEXIST)
+            harness_die("bulk limit mkdir", NULL);
+        made[sh & 255] = true;
+    }
+}
+
+double bulk_limit_batch(const char *dir, long n)
+{
+    /* the records' bytes and ids are made before the clock: the limit is
+     * the file system's work alone */
+    char(*ids)[UUID7_LEN + 1] = harness_make_ids(n, HARNESS_BASE_MS);
+    buf *bytes = calloc((size_t)n, sizeof *bytes);
+    if (!ids || !bytes)
+        harness_die("bulk limit", NULL);
+    for (long i = 0; i < n; i++) {
+        json_t *d = harness_record(i);
+        if (docstore_encode_record(&bytes[i], ids[i], d, NULL))
+            harness_die("bulk limit encode", NULL);
+        json_decref(d);
+    }
+    char data[PATH_MAX], shard[PATH_MAX], tmp[PATH_MAX], fin[PATH_MAX];
+    fsx_pathf(data, NULL, "%s/data", dir);
+    bool made[256] = {false};
+    double t = harness_now();
+    if (mkdir(dir, 0755) || mkdir(data, 0755))
+        harness_die("bulk limit mkdir", NULL);
+    int sync_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sync_fd < 0)
+        harness_die("bulk limit open", NULL);
+    /* N creates + writes + closes, each temp in its record's shard */
+    for (long i = 0; i < n; i++) {
+        shard_dir(dir, ids[i], made, shard);
+        fsx_pathf(tmp, NULL, "%s/.%s.tmp", shard, ids[i]);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, bytes[i].data, bytes[i].len) != (ssize_t)bytes[i].len || close(fd))
+            harness_die("bulk limit write", NULL);
+    }
+    /* every temp durable with one barrier, then the renames, then one
+     * barrier for every directory they touched (cheaper here than one
+     * fsync per shard directory) */
+    if (syncfs(sync_fd))
+        harness_die("bulk limit syncfs", NULL);
+    for (long i = 0; i < n; i++) {
+        fsx_pathf(tmp, NULL, "%s/data/%c%c/.%s.tmp", dir, ids[i][24], ids[i][25], ids[i]);
+        fsx_pathf(fin, NULL, "%s/data/%c%c/%s.jsonc", dir, ids[i][24], ids[i][25], ids[i]);
+        if (rename(tmp, fin))
+            harness_die("bulk limit rename", NULL);
+    }
+    if (syncfs(sync_fd))
+        harness_die("bulk limit syncfs", NULL);
+    double el = harness_now() - t;
+    close(sync_fd);
+    for (long i = 0; i < n; i++)
+        buf_free(&bytes[i]);
+    free(bytes);
+    free(ids);
+    return el;
+}
+
+/* One putStream() batch of the dataset into a fresh collection: seconds. */
+static double put_stream_batch(const harness_opts *o, const char *coll)
+{
+    docstore *ds;
+    docstore_stage *st;
+    storh_err err;
+    if (docstore_open(o->work, coll, &ds, &err))
+        harness_die("open", &err);
+    double t = harness_now();
+    docstore_stage_begin(ds, &st, NULL);
+    for (long i = 0; i < o->dataset; i++) {
+        json_t *d = harness_record(i);
+        char id[UUID7_LEN + 1];
+        if (docstore_stage_put(st, NULL, d, id, &err))
+            harness_die("stage", &err);
+        json_decref(d);
+    }
+    if (docstore_stage_commit(st, NULL, &err))
+        harness_die("commit", &err);
+    double el = harness_now() - t;
+    docstore_close(ds);
+    return el;
+}
+
+/* One importJsonl() of the file at jsonl into a fresh collection: seconds;
+ * *rows = the rows it imported. */
+static double import_batch(const harness_opts *o, const char *coll, const char *jsonl, long *rows)
+{
+    docstore *imp;
+    docstore_stage *st;
+    storh_err err;
+    if (docstore_open(o->work, coll, &imp, &err))
+        harness_die("open", &err);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    *rows = 0;
+    double t = harness_now();
+    FILE *f = fopen(jsonl, "r");
+    if (!f)
+        harness_die("import open", NULL);
+    docstore_stage_begin(imp, &st, NULL);
+    while ((len = getline(&line, &cap, f)) > 0) {
+        char id[UUID7_LEN + 1];
+        if (docstore_stage_import_line(st, line, (size_t)len, id, &err))
+            harness_die("import", &err);
+        *rows += id[0] != '\0';
+    }
+    if (docstore_stage_commit(st, NULL, &err))
+        harness_die("import commit", &err);
+    double el = harness_now() - t;
+    fclose(f);
+    free(line);
+    docstore_close(imp);
+    return el;
+}
+
+void suite_bulk_doc(const harness_opts *o, bench_result *r, const char *jsonl)
+{
+    double lim[BULK_BATCHES], put[BULK_BATCHES], imp[BULK_BATCHES];
+    long n = o->dataset, rows = 0;
+    for (int b = 0; b < BULK_BATCHES; b++) {
+        char name[64], dir[PATH_MAX];
+        snprintf(name, sizeof name, "bulk-limit-%d", b);
+        fsx_pathf(dir, NULL, "%s/%s", o->work, name);
+        lim[b] = n / bulk_limit_batch(dir, n);
+        snprintf(name, sizeof name, "streamed-%d", b);
+        put[b] = n / put_stream_batch(o, name);
+        snprintf(name, sizeof name, "imported-%d", b);
+        double el = import_batch(o, name, jsonl, &rows);
+        imp[b] = rows / el;
+        if (rows != n)
+            harness_die("import: the export is not the dataset", NULL);
+    }
+    bench_add(r, "limit.bulk_publish", bulk_median(lim, BULK_BATCHES), "records/s", "higher",
+              "limit: N creates + writes into the record shards, syncfs, N renames, syncfs "
+              "(median batch)");
+    bench_add(r, "doc.put_stream", bulk_median(put, BULK_BATCHES), "records/s", "higher",
+              "putStream() bulk insert (median batch)");
+    bench_add(r, "doc.import_jsonl", bulk_median(imp, BULK_BATCHES), "records/s", "higher",
+              "importJsonl() (median batch)");
+}
