@@ -23,7 +23,16 @@ struct docjournal {
     char base[PATH_MAX]; /* <coll>/.storh/bulk/<identity>.<n>: .lock, .journal.jsonc */
     const char *name;    /* <identity>.<n>, in base */
     int lock_fd;
+    /* descriptors (O_PATH) on the rows' and records' shard directories,
+     * by the id's shard, opened on first use: each row's create, stats and
+     * rename then walk one name, not the collection's whole path.
+     * SHARD_UNOPENED, or SHARD_MISSING for a records' shard not made yet */
+    int rows_fd[256];
+    int data_fd[256];
 };
+
+#define SHARD_UNOPENED (-1)
+#define SHARD_MISSING (-2)
 
 static int64_t mtime_ns(const struct stat *st)
 {
@@ -75,6 +84,8 @@ int docjournal_begin(const char *coll, const char *identity, unsigned long n, do
     if (!j)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     j->lock_fd = -1;
+    for (int i = 0; i < 256; i++)
+        j->rows_fd[i] = j->data_fd[i] = SHARD_UNOPENED;
     snprintf(j->coll, sizeof j->coll, "%s", coll);
     char bulk[PATH_MAX];
     int rc = fsx_pathf(j->base, err, "%s/.storh/bulk/%s.%lu", coll, identity, n);
@@ -104,6 +115,130 @@ int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out
     return row_path(j->coll, j->name, id + 24, i, out, err);
 }
 
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The shard of id (its 25th and 26th characters), or -1. */
+static int id_shard(const char *id)
+{
+    int hi = strlen(id) > 25 ? hexval(id[24]) : -1, lo = hi < 0 ? -1 : hexval(id[25]);
+    return lo < 0 ? -1 : hi * 16 + lo;
+}
+
+/* The descriptor on dir in *slot, opened on first use; with make, dir is
+ * made when it is missing. -1 (errno set) when it cannot be had; a missing
+ * dir without make is remembered as SHARD_MISSING (errno ENOENT). */
+static int shard_open(int *slot, const char *dir, bool make)
+{
+    if (*slot >= 0)
+        return *slot;
+    if (*slot == SHARD_MISSING && !make) {
+        errno = ENOENT;
+        return -1;
+    }
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && make && fsx_mkdirs(dir, false, NULL) == 0)
+        fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT)
+            *slot = SHARD_MISSING;
+        errno = e;
+        return -1;
+    }
+    return *slot = fd;
+}
+
+/* Row i's staged file as (a descriptor on its directory, its name): -1
+ * when the directory cannot be opened (the caller uses the path). */
+static int row_at(docjournal *j, size_t i, const char *id, bool make, char *name, size_t cap)
+{
+    int sh = id_shard(id);
+    char dir[PATH_MAX];
+    if (sh < 0 || fsx_pathf(dir, NULL, "%s/.storh/bulk/rows/%.2s", j->coll, id + 24) ||
+        (size_t)snprintf(name, cap, "%s.%zu", j->name, i) >= cap)
+        return -1;
+    return shard_open(&j->rows_fd[sh], dir, make);
+}
+
+/* final's directory as a descriptor (see shard_open) and final's name. */
+static int final_at(docjournal *j, const char *id, const char *final, bool make, const char **name)
+{
+    int sh = id_shard(id);
+    const char *slash = strrchr(final, '/');
+    char dir[PATH_MAX];
+    if (sh < 0 || !slash || (size_t)(slash - final) >= sizeof dir)
+        return -1;
+    memcpy(dir, final, (size_t)(slash - final));
+    dir[slash - final] = '\0';
+    *name = slash + 1;
+    return shard_open(&j->data_fd[sh], dir, make);
+}
+
+int docjournal_write_row(docjournal *j, size_t i, const char *id, const void *data, size_t len,
+                         storh_err *err)
+{
+    char name[NAME_MAX + 1];
+    int dfd = row_at(j, i, id, true, name, sizeof name);
+    char path[PATH_MAX];
+    int rc = docjournal_row_path(j, i, id, path, err);
+    if (rc)
+        return rc;
+    if (dfd < 0) /* the path's own error, or its directory made on the way */
+        return fsx_write_file(path, data, len, false, err);
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ENOENT) /* its directory went: by the path */
+        return fsx_write_file(path, data, len, false, err);
+    if (fd < 0)
+        return storh_err_sys(err, errno, "Could not open temporary storage file for writing: %s",
+                             path);
+    const char *p = data;
+    size_t left = len;
+    while (left && !rc) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            rc = storh_err_sys(err, w < 0 ? errno : EIO, "Could not write storage file: %s", path);
+        else {
+            p += w;
+            left -= (size_t)w;
+        }
+    }
+    if (close(fd) != 0 && !rc)
+        rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
+    if (rc)
+        unlinkat(dfd, name, 0);
+    return rc;
+}
+
+/* stat of row i's staged file: 0, or -1 with errno. */
+static int stat_row(docjournal *j, size_t i, const char *id, struct stat *st)
+{
+    char name[NAME_MAX + 1], path[PATH_MAX];
+    int dfd = row_at(j, i, id, false, name, sizeof name);
+    if (dfd >= 0)
+        return fstatat(dfd, name, st, 0);
+    if (docjournal_row_path(j, i, id, path, NULL)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return stat(path, st);
+}
+
+/* stat of a record path: 0, or -1 with errno (ENOENT also when its shard
+ * directory does not exist). */
+static int stat_final(docjournal *j, const char *id, const char *final, struct stat *st)
+{
+    const char *name;
+    int dfd = final_at(j, id, final, false, &name);
+    if (dfd >= 0)
+        return fstatat(dfd, name, st, 0);
+    return errno == ENOENT ? -1 : stat(final, st);
+}
+
 int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
                       storh_err *err)
 {
@@ -118,12 +253,12 @@ int docjournal_commit(docjournal *j, const char *const *finals, const char *cons
         return rc;
     }
     for (size_t i = 0; !rc && i < n; i++) {
-        char staged[PATH_MAX];
         struct stat sst, tst;
-        if ((rc = docjournal_row_path(j, i, ids[i], staged, err)))
-            break;
-        if (stat(staged, &sst) != 0) {
-            rc = storh_err_sys(err, errno, "Could not stat staged row %s", staged);
+        if (stat_row(j, i, ids[i], &sst) != 0) {
+            char staged[PATH_MAX];
+            int e = errno;
+            if (!(rc = docjournal_row_path(j, i, ids[i], staged, err)))
+                rc = storh_err_sys(err, e, "Could not stat staged row %s", staged);
             break;
         }
         /* what the record path holds when the renames begin: the file an
@@ -134,12 +269,10 @@ int docjournal_commit(docjournal *j, const char *const *finals, const char *cons
             rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
             break;
         }
-        char pp[PATH_MAX];
         json_t *pre = json_null();
-        if (!fresh && !(rc = docjournal_row_path(j, *prev - 1, ids[i], pp, err)) &&
-            stat(pp, &tst) == 0)
+        if (!fresh && stat_row(j, *prev - 1, ids[i], &tst) == 0)
             pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
-        else if (fresh && stat(finals[i], &tst) == 0)
+        else if (fresh && stat_final(j, ids[i], finals[i], &tst) == 0)
             pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
         *prev = i + 1;
         if (strncmp(finals[i], j->coll, cl) != 0 || finals[i][cl] != '/')
@@ -165,6 +298,22 @@ int docjournal_commit(docjournal *j, const char *const *finals, const char *cons
     if (!rc)
         fault_point("docstore.bulk.committed");
     return rc;
+}
+
+int docjournal_rename_row(docjournal *j, size_t i, const char *id, const char *final,
+                          storh_err *err)
+{
+    char name[NAME_MAX + 1], from[PATH_MAX];
+    const char *to;
+    int rfd = row_at(j, i, id, false, name, sizeof name);
+    int dfd = rfd < 0 ? -1 : final_at(j, id, final, true, &to);
+    if (dfd >= 0 && renameat(rfd, name, dfd, to) == 0) {
+        estats_add(ESTAT_RENAME, 1);
+        return 0;
+    }
+    /* by paths, which reports the error (or makes what went missing) */
+    int rc = docjournal_row_path(j, i, id, from, err);
+    return rc ? rc : docjournal_rename(from, final, err);
 }
 
 int docjournal_rename(const char *from, const char *to, storh_err *err)
@@ -208,6 +357,12 @@ void docjournal_release(docjournal *j)
         return;
     if (j->lock_fd >= 0)
         close(j->lock_fd);
+    for (int i = 0; i < 256; i++) {
+        if (j->rows_fd[i] >= 0)
+            close(j->rows_fd[i]);
+        if (j->data_fd[i] >= 0)
+            close(j->data_fd[i]);
+    }
     free(j);
 }
 

@@ -115,8 +115,10 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     if (!rc && st->bulk && st->sync_fd < 0 &&
         (st->sync_fd = open(ds->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         rc = storh_err_sys(err, errno, "Could not open %s", ds->dir);
-    if (!rc)
-        rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk && !st->grouped, err);
+    if (!rc && st->bulk)
+        rc = docjournal_write_row(st->j, st->n, id, st->enc.data, st->enc.len, err);
+    else if (!rc)
+        rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->grouped, err);
     if (rc && rc != STORH_ENOSPC) {
         /* most likely a shard dir not made yet (perhaps by a racing thread
          * right now): make it, then try once more */
@@ -411,7 +413,7 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
             break;
         if (i == 0 && existed0)
             *existed0 = access(final, F_OK) == 0;
-        if ((rc = st->bulk ? docjournal_rename(tmp, final, err)
+        if ((rc = st->bulk ? docjournal_rename_row(st->j, i, r->id, final, err)
                            : fsx_rename(tmp, final, false, err))) {
             json_decref(old);
             break;
