@@ -338,6 +338,94 @@ TEST(open_finishes_a_dead_writers_bulk)
     }
 }
 
+/* A dead writer's committed bulk over records that exist (its commit
+ * record holds what each record path held, found through the shard
+ * directories' descriptors) is finished on open: the rows whose records
+ * nobody touched since land, the one another writer replaced keeps theirs. */
+TEST(open_finishes_a_dead_writers_bulk_over_existing_records)
+{
+    enum { ROWS = 8 };
+    const char *name = "dead-over-existing";
+    char ids[ROWS][UUID7_LEN + 1];
+    docstore *ds = open_store(name);
+    CHECK(ds != NULL);
+    for (int i = 0; i < ROWS; i++) {
+        json_t *d = json_pack("{si}", "old", i);
+        CHECK_INT(docstore_put(ds, NULL, d, ids[i], NULL, NULL), 0);
+        json_decref(d);
+    }
+    docstore_close(ds);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("STORH_FAULT", "docstore.bulk.renamed@2", 1);
+        docstore *c = open_store(name);
+        docstore_stage *st;
+        char id[UUID7_LEN + 1];
+        if (!c || docstore_stage_begin(c, &st, NULL))
+            _exit(1);
+        for (int i = 0; i < ROWS; i++) {
+            json_t *d = json_pack("{si}", "bulk", i);
+            docstore_stage_put(st, ids[i], d, id, NULL);
+            json_decref(d);
+        }
+        docstore_stage_commit(st, NULL, NULL);
+        _exit(1); /* the fault point ends it before */
+    }
+    int wst = -1;
+    waitpid(pid, &wst, 0);
+    CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 86);
+    /* another writer replaces row 5 (not renamed yet) before the open */
+    char p[PATH_MAX], rec[128], tmp[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s/data/%.2s/%s.jsonc", root, name, ids[5] + 24, ids[5]);
+    snprintf(tmp, sizeof tmp, "%s.other", p);
+    snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"data\":{\"other\":1}}\n", ids[5]);
+    FILE *f = fopen(tmp, "w");
+    fputs(rec, f);
+    fclose(f);
+    CHECK_INT(rename(tmp, p), 0);
+    ds = open_store(name);
+    for (int i = 0; i < ROWS; i++) {
+        json_t *data = NULL;
+        CHECK_INT(docstore_get(ds, ids[i], &data, NULL, NULL), 0);
+        if (i == 5)
+            CHECK_INT(json_integer_value(json_object_get(data, "other")), 1);
+        else
+            CHECK_INT(json_integer_value(json_object_get(data, "bulk")), i);
+        json_decref(data);
+    }
+    char stage[PATH_MAX];
+    snprintf(stage, sizeof stage, "%s/%s/.storh/bulk", root, name);
+    CHECK_INT(count_files(stage, ""), 0);
+    docstore_close(ds);
+}
+
+/* fsx_mkdirs goes up to the deepest directory that exists, then down:
+ * every missing level made, existing ones fine, a file on the way an
+ * error that makes nothing. */
+TEST(mkdirs_makes_every_missing_level)
+{
+    char p[PATH_MAX], f[PATH_MAX];
+    storh_err err;
+    snprintf(p, sizeof p, "%s/mk/a/b/c", root);
+    CHECK_INT(fsx_mkdirs(p, false, &err), 0);
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK_INT(fsx_mkdirs(p, true, &err), 0); /* there already */
+    snprintf(p, sizeof p, "%s/mk/a//d///e/", root);
+    CHECK_INT(fsx_mkdirs(p, true, &err), 0);
+    snprintf(p, sizeof p, "%s/mk/a/d/e", root);
+    CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+    snprintf(f, sizeof f, "%s/mk/file", root);
+    FILE *fp = fopen(f, "w");
+    fclose(fp);
+    snprintf(p, sizeof p, "%s/mk/file/x/y", root);
+    CHECK(fsx_mkdirs(p, false, &err) < 0);
+    CHECK(strstr(err.msg, "Could not create storage directory") != NULL);
+    snprintf(p, sizeof p, "%s/mk/file/x", root);
+    CHECK(stat(p, &st) != 0);
+    CHECK(fsx_mkdirs("", false, &err) < 0);
+}
+
 /* What a collection is, decided in one place: a name directory holding
  * data/, with a name the API can address; sorted by name. */
 TEST(collections_are_the_name_dirs_with_data)
@@ -421,6 +509,8 @@ static const test_case tests[] = {
     TEST_ENTRY(open_sweeps_dead_writers_temps),
     TEST_ENTRY(open_finishes_a_dead_writers_bulk),
     TEST_ENTRY(collections_are_the_name_dirs_with_data),
+    TEST_ENTRY(open_finishes_a_dead_writers_bulk_over_existing_records),
+    TEST_ENTRY(mkdirs_makes_every_missing_level),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
