@@ -13,7 +13,8 @@
 double bulk_median(double *v, int n);
 /* The least a durable bulk of n record files can do, in dir (made here,
  * must not exist): the shard dirs, n creates + writes + closes of the
- * records' bytes, one syncfs, n renames into the shards, one syncfs.
+ * records' bytes, one syncfs, n renames into the shards, one syncfs; each
+ * file by its name in a descriptor on its shard (no path walked).
  * Returns the seconds it took. */
 double bulk_limit_batch(const char *dir, long n);
 /* doc.put_stream, doc.import_jsonl (of the export at jsonl, the dataset)
