@@ -172,19 +172,30 @@ void suite_bulk_doc(const harness_opts *o, bench_result *r, const char *jsonl)
 {
     double lim[BULK_BATCHES], put[BULK_BATCHES], imp[BULK_BATCHES];
     long n = o->dataset, rows = 0;
-    for (int b = 0; b < BULK_BATCHES; b++) {
-        char name[64], dir[PATH_MAX];
-        snprintf(name, sizeof name, "bulk-limit-%d", b);
-        fsx_pathf(dir, NULL, "%s/%s", o->work, name);
-        lim[b] = n / bulk_limit_batch(dir, n);
-        snprintf(name, sizeof name, "streamed-%d", b);
-        put[b] = n / put_stream_batch(o, name);
-        snprintf(name, sizeof name, "imported-%d", b);
-        double el = import_batch(o, name, jsonl, &rows);
-        imp[b] = rows / el;
-        if (rows != n)
-            harness_die("import: the export is not the dataset", NULL);
-    }
+    for (int b = 0; b < BULK_BATCHES; b++)
+        /* each takes the first place once: the first creates after a
+         * clean-up pay for the inodes it freed (the file system skips
+         * recently deleted inodes, one lookup each, until it reuses them) */
+        for (int k = 0; k < 3; k++) {
+            char name[64], dir[PATH_MAX];
+            switch ((b + k) % 3) {
+            case 0:
+                snprintf(name, sizeof name, "bulk-limit-%d", b);
+                fsx_pathf(dir, NULL, "%s/%s", o->work, name);
+                lim[b] = n / bulk_limit_batch(dir, n);
+                break;
+            case 1:
+                snprintf(name, sizeof name, "streamed-%d", b);
+                put[b] = n / put_stream_batch(o, name);
+                break;
+            default:
+                snprintf(name, sizeof name, "imported-%d", b);
+                double el = import_batch(o, name, jsonl, &rows);
+                if (rows != n)
+                    harness_die("import: the export is not the dataset", NULL);
+                imp[b] = rows / el;
+            }
+        }
     bench_add(r, "limit.bulk_publish", bulk_median(lim, BULK_BATCHES), "records/s", "higher",
               "limit: N creates + writes into the record shards, syncfs, N renames, syncfs "
               "(median batch)");

@@ -18,7 +18,8 @@ double bulk_median(double *v, int n);
  * Returns the seconds it took. */
 double bulk_limit_batch(const char *dir, long n);
 /* doc.put_stream, doc.import_jsonl (of the export at jsonl, the dataset)
- * and limit.bulk_publish, batches interleaved: limit, put, import, ... */
+ * and limit.bulk_publish, batches interleaved, each first in turn: limit,
+ * put, import; put, import, limit; import, limit, put. */
 void suite_bulk_doc(const harness_opts *o, bench_result *r, const char *jsonl);
 
 #endif
