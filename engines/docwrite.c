@@ -21,6 +21,7 @@
 #include "fault.h"
 #include "fsx.h"
 #include "query.h"
+#include "reccanon.h"
 #include "sjson.h"
 
 /* A staged row keeps what its commit needs, not the row: the record path
@@ -225,6 +226,40 @@ int docstore_stage_element(docstore_stage *st, json_t *elem, char out_id[UUID7_L
                               err);
 }
 
+/* An import line that is already the canonical record of its id (what
+ * exportJsonl writes) becomes its record file as it is, without a decode,
+ * when nothing needs its data now: no schema to validate it against and no
+ * index (one defined before the commit decodes the row's temp, row_data).
+ * 1: not such a line (or a schema or index), decode it. */
+static int import_canonical(docstore_stage *st, const char *line, size_t len,
+                            char out_id[UUID7_LEN + 1], storh_err *err)
+{
+    static const char pre[] = "{\"id\":\"", mid[] = "\",\"data\":";
+    size_t pl = sizeof pre - 1, ml = sizeof mid - 1;
+    if (!st->bulk || len < pl + UUID7_LEN + ml + 2 || memcmp(line, pre, pl) ||
+        memcmp(line + pl + UUID7_LEN, mid, ml))
+        return 1;
+    char c = line[pl + UUID7_LEN + ml];
+    if ((c != '{' && c != '[') || !uuid7_is_valid(line + pl, UUID7_LEN))
+        return 1;
+    docstore *ds = st->ds;
+    pthread_rwlock_rdlock(&ds->ixlock);
+    bool plain = ds->sch.n == 0 && !docindex_active(&ds->ix);
+    pthread_rwlock_unlock(&ds->ixlock);
+    if (!plain)
+        return 1;
+    char id[UUID7_LEN + 1];
+    memcpy(id, line + pl, UUID7_LEN);
+    id[UUID7_LEN] = '\0';
+    buf_reset(&st->enc);
+    buf_append(&st->enc, line, len);
+    buf_appendc(&st->enc, '\n');
+    if (!reccanon_is_canonical(st->enc.data, st->enc.len, id))
+        return 1;
+    memcpy(out_id, id, UUID7_LEN + 1);
+    return stage_bytes(st, out_id, NULL, err);
+}
+
 int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
                                char out_id[UUID7_LEN + 1], storh_err *err)
 {
@@ -237,11 +272,13 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
         i++;
     if (i == len)
         return 0; /* blank lines are skipped */
+    int rc = import_canonical(st, line, len, out_id, err);
+    if (rc != 1)
+        return rc;
     storh_err jerr;
     json_t *row = sjson_decode(line, len, &jerr);
     if (!row)
         return storh_err_set(err, STORH_EINVAL, "%s", jerr.msg);
-    int rc;
     if (json_is_array(row)) {
         json_t *empty = json_object();
         rc = empty ? docstore_stage_put(st, NULL, empty, out_id, err) : storh_err_oom(err);
