@@ -156,9 +156,12 @@ static int shard_open(int *slot, const char *dir, bool make)
 static int row_at(docjournal *j, size_t i, const char *id, bool make, char *name, size_t cap)
 {
     int sh = id_shard(id);
+    if (sh < 0 || (size_t)snprintf(name, cap, "%s.%zu", j->name, i) >= cap)
+        return -1;
+    if (j->rows_fd[sh] >= 0)
+        return j->rows_fd[sh];
     char dir[PATH_MAX];
-    if (sh < 0 || fsx_pathf(dir, NULL, "%s/.storh/bulk/rows/%.2s", j->coll, id + 24) ||
-        (size_t)snprintf(name, cap, "%s.%zu", j->name, i) >= cap)
+    if (fsx_pathf(dir, NULL, "%s/.storh/bulk/rows/%.2s", j->coll, id + 24))
         return -1;
     return shard_open(&j->rows_fd[sh], dir, make);
 }

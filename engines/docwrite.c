@@ -443,7 +443,8 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
     for (size_t i = 0; !rc && i < st->n; i++) {
         stage_row *r = &st->rows[i];
         char tmp[PATH_MAX], final[PATH_MAX];
-        if ((rc = row_paths(st, i, tmp, final, err)))
+        /* a bulk's row is renamed by its journal, which knows its temp */
+        if ((rc = row_paths(st, i, st->bulk ? NULL : tmp, final, err)))
             break;
         json_t *old = NULL;
         if (indexed && (rc = docstore_old_record(ds, r->id, &old, err)))
@@ -463,6 +464,8 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
         if (indexed)
             rc = docindex_update(&ds->ix, r->id, old, r->data, err);
         json_decref(old);
+        if (st->bulk) /* its directories are synced by the syncfs below */
+            continue;
         char d[PATH_MAX];
         fsx_dirname(final, d, sizeof d);
         size_t j = 0;
