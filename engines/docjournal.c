@@ -23,16 +23,17 @@ struct docjournal {
     char base[PATH_MAX]; /* <coll>/.storh/bulk/<identity>.<n>: .lock, .journal.jsonc */
     const char *name;    /* <identity>.<n>, in base */
     int lock_fd;
-    /* descriptors (O_PATH) on the rows' and records' shard directories,
-     * by the id's shard, opened on first use: each row's create, stats and
-     * rename then walk one name, not the collection's whole path.
-     * SHARD_UNOPENED, or SHARD_MISSING for a records' shard not made yet */
-    int rows_fd[256];
-    int data_fd[256];
+    /* descriptors (O_PATH) on .storh/bulk/rows and data, opened on first
+     * use: each row's create, stats and rename then walk two names (its
+     * shard's and its own), not the collection's whole path; two per bulk,
+     * whatever its size. DIR_UNOPENED, or DIR_MISSING for a data directory
+     * not made yet */
+    int rows_fd;
+    int data_fd;
 };
 
-#define SHARD_UNOPENED (-1)
-#define SHARD_MISSING (-2)
+#define DIR_UNOPENED (-1)
+#define DIR_MISSING (-2)
 
 static int64_t mtime_ns(const struct stat *st)
 {
@@ -84,8 +85,7 @@ int docjournal_begin(const char *coll, const char *identity, unsigned long n, do
     if (!j)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     j->lock_fd = -1;
-    for (int i = 0; i < 256; i++)
-        j->rows_fd[i] = j->data_fd[i] = SHARD_UNOPENED;
+    j->rows_fd = j->data_fd = DIR_UNOPENED;
     snprintf(j->coll, sizeof j->coll, "%s", coll);
     char bulk[PATH_MAX];
     int rc = fsx_pathf(j->base, err, "%s/.storh/bulk/%s.%lu", coll, identity, n);
@@ -115,27 +115,21 @@ int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out
     return row_path(j->coll, j->name, id + 24, i, out, err);
 }
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* The shard of id (its 25th and 26th characters), or -1. */
-static int id_shard(const char *id)
-{
-    int hi = strlen(id) > 25 ? hexval(id[24]) : -1, lo = hi < 0 ? -1 : hexval(id[25]);
-    return lo < 0 ? -1 : hi * 16 + lo;
-}
-
-/* The descriptor on dir in *slot, opened on first use; with make, dir is
- * made when it is missing. -1 (errno set) when it cannot be had; a missing
- * dir without make is remembered as SHARD_MISSING (errno ENOENT). */
-static int shard_open(int *slot, const char *dir, bool make)
+/* The descriptor on <coll>/<sub> in *slot, opened on first use; with
+ * make, the directory is made when it is missing. -1 (errno set) when it
+ * cannot be had: the caller uses paths. A missing directory without make
+ * is remembered as DIR_MISSING (errno ENOENT). */
+static int dir_open(const docjournal *j, int *slot, const char *sub, bool make)
 {
     if (*slot >= 0)
         return *slot;
-    if (*slot == SHARD_MISSING && !make) {
+    if (*slot == DIR_MISSING && !make) {
         errno = ENOENT;
+        return -1;
+    }
+    char dir[PATH_MAX];
+    if (fsx_pathf(dir, NULL, "%s/%s", j->coll, sub)) {
+        errno = ENAMETOOLONG;
         return -1;
     }
     int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -144,40 +138,41 @@ static int shard_open(int *slot, const char *dir, bool make)
     if (fd < 0) {
         int e = errno;
         if (e == ENOENT)
-            *slot = SHARD_MISSING;
+            *slot = DIR_MISSING;
         errno = e;
         return -1;
     }
     return *slot = fd;
 }
 
-/* Row i's staged file as (a descriptor on its directory, its name): -1
- * when the directory cannot be opened (the caller uses the path). */
+/* Row i's staged file as a descriptor on the rows directory and its name
+ * under it ("<shard>/<name>.<i>"): -1 when the directory cannot be had. */
 static int row_at(docjournal *j, size_t i, const char *id, bool make, char *name, size_t cap)
 {
-    int sh = id_shard(id);
-    if (sh < 0 || (size_t)snprintf(name, cap, "%s.%zu", j->name, i) >= cap)
+    if ((size_t)snprintf(name, cap, "%.2s/%s.%zu", id + 24, j->name, i) >= cap)
         return -1;
-    if (j->rows_fd[sh] >= 0)
-        return j->rows_fd[sh];
-    char dir[PATH_MAX];
-    if (fsx_pathf(dir, NULL, "%s/.storh/bulk/rows/%.2s", j->coll, id + 24))
-        return -1;
-    return shard_open(&j->rows_fd[sh], dir, make);
+    return dir_open(j, &j->rows_fd, ".storh/bulk/rows", make);
 }
 
-/* final's directory as a descriptor (see shard_open) and final's name. */
-static int final_at(docjournal *j, const char *id, const char *final, bool make, const char **name)
+/* A record path as a descriptor on the data directory and its name under
+ * it: -1 when final is not under <coll>/data/ or the directory cannot be
+ * had (errno ENOENT: it does not exist). */
+static int final_at(docjournal *j, const char *final, bool make, const char **name)
 {
-    int sh = id_shard(id);
-    const char *slash = strrchr(final, '/');
-    char dir[PATH_MAX];
-    if (sh < 0 || !slash || (size_t)(slash - final) >= sizeof dir)
+    size_t cl = strlen(j->coll);
+    if (strncmp(final, j->coll, cl) != 0 || strncmp(final + cl, "/data/", 6) != 0) {
+        errno = EINVAL;
         return -1;
-    memcpy(dir, final, (size_t)(slash - final));
-    dir[slash - final] = '\0';
-    *name = slash + 1;
-    return shard_open(&j->data_fd[sh], dir, make);
+    }
+    *name = final + cl + 6;
+    return dir_open(j, &j->data_fd, "data", make);
+}
+
+/* The shard directory of a name under a descriptor, made (0 or -1). */
+static int mkdir_shard(int dfd, const char *name)
+{
+    char shard[3] = {name[0], name[1], '\0'};
+    return mkdirat(dfd, shard, 0777) == 0 || errno == EEXIST ? 0 : -1;
 }
 
 int docjournal_write_row(docjournal *j, size_t i, const char *id, const void *data, size_t len,
@@ -192,6 +187,8 @@ int docjournal_write_row(docjournal *j, size_t i, const char *id, const void *da
     if (dfd < 0) /* the path's own error, or its directory made on the way */
         return fsx_write_file(path, data, len, false, err);
     int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ENOENT && mkdir_shard(dfd, name) == 0) /* a new shard */
+        fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno == ENOENT) /* its directory went: by the path */
         return fsx_write_file(path, data, len, false, err);
     if (fd < 0)
@@ -233,10 +230,10 @@ static int stat_row(docjournal *j, size_t i, const char *id, struct stat *st)
 
 /* stat of a record path: 0, or -1 with errno (ENOENT also when its shard
  * directory does not exist). */
-static int stat_final(docjournal *j, const char *id, const char *final, struct stat *st)
+static int stat_final(docjournal *j, const char *final, struct stat *st)
 {
     const char *name;
-    int dfd = final_at(j, id, final, false, &name);
+    int dfd = final_at(j, final, false, &name);
     if (dfd >= 0)
         return fstatat(dfd, name, st, 0);
     return errno == ENOENT ? -1 : stat(final, st);
@@ -275,7 +272,7 @@ int docjournal_commit(docjournal *j, const char *const *finals, const char *cons
         json_t *pre = json_null();
         if (!fresh && stat_row(j, *prev - 1, ids[i], &tst) == 0)
             pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
-        else if (fresh && stat_final(j, ids[i], finals[i], &tst) == 0)
+        else if (fresh && stat_final(j, finals[i], &tst) == 0)
             pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
         *prev = i + 1;
         if (strncmp(finals[i], j->coll, cl) != 0 || finals[i][cl] != '/')
@@ -309,10 +306,15 @@ int docjournal_rename_row(docjournal *j, size_t i, const char *id, const char *f
     char name[NAME_MAX + 1], from[PATH_MAX];
     const char *to;
     int rfd = row_at(j, i, id, false, name, sizeof name);
-    int dfd = rfd < 0 ? -1 : final_at(j, id, final, true, &to);
-    if (dfd >= 0 && renameat(rfd, name, dfd, to) == 0) {
-        estats_add(ESTAT_RENAME, 1);
-        return 0;
+    int dfd = rfd < 0 ? -1 : final_at(j, final, true, &to);
+    if (dfd >= 0) {
+        int ok = renameat(rfd, name, dfd, to) == 0;
+        if (!ok && errno == ENOENT && mkdir_shard(dfd, to) == 0) /* a new shard */
+            ok = renameat(rfd, name, dfd, to) == 0;
+        if (ok) {
+            estats_add(ESTAT_RENAME, 1);
+            return 0;
+        }
     }
     /* by paths, which reports the error (or makes what went missing) */
     int rc = docjournal_row_path(j, i, id, from, err);
@@ -360,12 +362,10 @@ void docjournal_release(docjournal *j)
         return;
     if (j->lock_fd >= 0)
         close(j->lock_fd);
-    for (int i = 0; i < 256; i++) {
-        if (j->rows_fd[i] >= 0)
-            close(j->rows_fd[i]);
-        if (j->data_fd[i] >= 0)
-            close(j->data_fd[i]);
-    }
+    if (j->rows_fd >= 0)
+        close(j->rows_fd);
+    if (j->data_fd >= 0)
+        close(j->data_fd);
     free(j);
 }
 

@@ -443,6 +443,7 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
     for (size_t i = 0; !rc && i < st->n; i++) {
         stage_row *r = &st->rows[i];
         char tmp[PATH_MAX], final[PATH_MAX];
+        tmp[0] = '\0';
         /* a bulk's row is renamed by its journal, which knows its temp */
         if ((rc = row_paths(st, i, st->bulk ? NULL : tmp, final, err)))
             break;
