@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "suite.h"
+#include "suite_bulk.h"
 #include "allocs.h"
 #include "docstore.h"
 #include "fsx.h"
@@ -77,24 +78,6 @@ void suite_doc(const harness_opts *o, bench_result *r)
     bench_add(r, "doc.put", n / (harness_now() - t), "records/s", "higher",
               "put(), one durable file per record");
 
-    docstore *st_ds;
-    docstore_open(o->work, "streamed", &st_ds, NULL);
-    docstore_stage *st;
-    t = harness_now();
-    docstore_stage_begin(st_ds, &st, NULL);
-    for (long i = 0; i < n; i++) {
-        json_t *d = harness_record(i);
-        char id[UUID7_LEN + 1];
-        if (docstore_stage_put(st, NULL, d, id, &err))
-            harness_die("stage", &err);
-        json_decref(d);
-    }
-    if (docstore_stage_commit(st, NULL, &err))
-        harness_die("commit", &err);
-    bench_add(r, "doc.put_stream", n / (harness_now() - t), "records/s", "higher",
-              "putStream() bulk insert");
-    docstore_close(st_ds);
-
     char path[PATH_MAX];
     fsx_pathf(path, NULL, "%s/export.jsonl", o->work);
     size_t cnt;
@@ -104,26 +87,8 @@ void suite_doc(const harness_opts *o, bench_result *r)
     bench_add(r, "doc.export_jsonl", cnt / (harness_now() - t), "records/s", "higher",
               "exportJsonl()");
 
-    docstore *imp;
-    docstore_open(o->work, "imported", &imp, NULL);
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    t = harness_now();
-    docstore_stage_begin(imp, &st, NULL);
-    while ((len = getline(&line, &cap, f)) > 0) {
-        char id[UUID7_LEN + 1];
-        if (docstore_stage_import_line(st, line, (size_t)len, id, &err))
-            harness_die("import", &err);
-    }
-    if (docstore_stage_commit(st, NULL, &err))
-        harness_die("import commit", &err);
-    bench_add(r, "doc.import_jsonl", n / (harness_now() - t), "records/s", "higher",
-              "importJsonl()");
-    free(line);
-    fclose(f);
-    docstore_close(imp);
+    /* putStream() and importJsonl(), batch for batch next to their limit */
+    suite_bulk_doc(o, r, path);
 
     /* get() as storh's bench times it: the first 1000 records, in order,
      * on the store that wrote them (its cache holds what the puts wrote:

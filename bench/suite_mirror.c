@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "suite.h"
+#include "suite_bulk.h"
 #include "docstore.h"
 #include "fsx.h"
 #include "mirror.h"
@@ -102,20 +103,36 @@ static void bench_mirror_driver(const harness_opts *o, bench_result *r, const ch
         harness_die("rebuild", &err);
     snprintf(name, sizeof name, "%s.rebuild", prefix);
     bench_add(r, name, n / (harness_now() - t), "rows/s", "higher", "rebuild()");
-    docstore *empty;
-    fsx_pathf(sub, NULL, "%s/%s-restore", o->work, prefix);
-    docstore_open(sub, "docs", &empty, NULL);
-    mirror_source dst = {.ds = empty};
-    t = harness_now();
-    if (mirror_pull(m, c, &dst, tot, &err))
-        harness_die("pull", &err);
+    /* pull() into an empty store, batch for batch next to its limit */
+    double lim[BULK_BATCHES], pull[BULK_BATCHES];
+    for (int b = 0; b < BULK_BATCHES; b++) {
+        fsx_pathf(sub, NULL, "%s/%s-limit-%d", o->work, prefix, b);
+        if (b % 2 == 0) /* first and second in turn (suite_bulk_doc says why) */
+            lim[b] = n / bulk_limit_batch(sub, n);
+        docstore *empty;
+        fsx_pathf(sub, NULL, "%s/%s-restore-%d", o->work, prefix, b);
+        docstore_open(sub, "docs", &empty, NULL);
+        mirror_source dst = {.ds = empty};
+        t = harness_now();
+        if (mirror_pull(m, c, &dst, tot, &err))
+            harness_die("pull", &err);
+        pull[b] = n / (harness_now() - t);
+        docstore_close(empty);
+        if (b % 2) {
+            fsx_pathf(sub, NULL, "%s/%s-limit-%d", o->work, prefix, b);
+            lim[b] = n / bulk_limit_batch(sub, n);
+        }
+    }
+    snprintf(name, sizeof name, "limit.bulk_publish_%s", prefix);
+    bench_add(r, name, bulk_median(lim, BULK_BATCHES), "records/s", "higher",
+              "limit: N creates + writes into the record shards, syncfs, N renames, syncfs "
+              "(median batch, next to pull)");
     snprintf(name, sizeof name, "%s.pull", prefix);
-    bench_add(r, name, n / (harness_now() - t), "records/s", "higher",
-              "pull() restore into an empty store");
+    bench_add(r, name, bulk_median(pull, BULK_BATCHES), "records/s", "higher",
+              "pull() restore into an empty store (median batch)");
     json_decref(tot);
     mirror_uninstall(m, c, NULL);
     mirror_free(m);
-    docstore_close(empty);
     docstore_close(ds);
     free(ids);
 }

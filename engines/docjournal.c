@@ -23,7 +23,17 @@ struct docjournal {
     char base[PATH_MAX]; /* <coll>/.storh/bulk/<identity>.<n>: .lock, .journal.jsonc */
     const char *name;    /* <identity>.<n>, in base */
     int lock_fd;
+    /* descriptors (O_PATH) on .storh/bulk/rows and data, opened on first
+     * use: each row's create, stats and rename then walk two names (its
+     * shard's and its own), not the collection's whole path; two per bulk,
+     * whatever its size. DIR_UNOPENED, or DIR_MISSING for a data directory
+     * not made yet */
+    int rows_fd;
+    int data_fd;
 };
+
+#define DIR_UNOPENED (-1)
+#define DIR_MISSING (-2)
 
 static int64_t mtime_ns(const struct stat *st)
 {
@@ -75,6 +85,7 @@ int docjournal_begin(const char *coll, const char *identity, unsigned long n, do
     if (!j)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     j->lock_fd = -1;
+    j->rows_fd = j->data_fd = DIR_UNOPENED;
     snprintf(j->coll, sizeof j->coll, "%s", coll);
     char bulk[PATH_MAX];
     int rc = fsx_pathf(j->base, err, "%s/.storh/bulk/%s.%lu", coll, identity, n);
@@ -104,6 +115,130 @@ int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out
     return row_path(j->coll, j->name, id + 24, i, out, err);
 }
 
+/* The descriptor on <coll>/<sub> in *slot, opened on first use; with
+ * make, the directory is made when it is missing. -1 (errno set) when it
+ * cannot be had: the caller uses paths. A missing directory without make
+ * is remembered as DIR_MISSING (errno ENOENT). */
+static int dir_open(const docjournal *j, int *slot, const char *sub, bool make)
+{
+    if (*slot >= 0)
+        return *slot;
+    if (*slot == DIR_MISSING && !make) {
+        errno = ENOENT;
+        return -1;
+    }
+    char dir[PATH_MAX];
+    if (fsx_pathf(dir, NULL, "%s/%s", j->coll, sub)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && make && fsx_mkdirs(dir, false, NULL) == 0)
+        fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT)
+            *slot = DIR_MISSING;
+        errno = e;
+        return -1;
+    }
+    return *slot = fd;
+}
+
+/* Row i's staged file as a descriptor on the rows directory and its name
+ * under it ("<shard>/<name>.<i>"): -1 when the directory cannot be had. */
+static int row_at(docjournal *j, size_t i, const char *id, bool make, char *name, size_t cap)
+{
+    if ((size_t)snprintf(name, cap, "%.2s/%s.%zu", id + 24, j->name, i) >= cap)
+        return -1;
+    return dir_open(j, &j->rows_fd, ".storh/bulk/rows", make);
+}
+
+/* A record path as a descriptor on the data directory and its name under
+ * it: -1 when final is not under <coll>/data/ or the directory cannot be
+ * had (errno ENOENT: it does not exist). */
+static int final_at(docjournal *j, const char *final, bool make, const char **name)
+{
+    size_t cl = strlen(j->coll);
+    if (strncmp(final, j->coll, cl) != 0 || strncmp(final + cl, "/data/", 6) != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    *name = final + cl + 6;
+    return dir_open(j, &j->data_fd, "data", make);
+}
+
+/* The shard directory of a name under a descriptor, made (0 or -1). */
+static int mkdir_shard(int dfd, const char *name)
+{
+    char shard[3] = {name[0], name[1], '\0'};
+    return mkdirat(dfd, shard, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+int docjournal_write_row(docjournal *j, size_t i, const char *id, const void *data, size_t len,
+                         storh_err *err)
+{
+    char name[NAME_MAX + 1];
+    int dfd = row_at(j, i, id, true, name, sizeof name);
+    char path[PATH_MAX];
+    int rc = docjournal_row_path(j, i, id, path, err);
+    if (rc)
+        return rc;
+    if (dfd < 0) /* the path's own error, or its directory made on the way */
+        return fsx_write_file(path, data, len, false, err);
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ENOENT && mkdir_shard(dfd, name) == 0) /* a new shard */
+        fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ENOENT) /* its directory went: by the path */
+        return fsx_write_file(path, data, len, false, err);
+    if (fd < 0)
+        return storh_err_sys(err, errno, "Could not open temporary storage file for writing: %s",
+                             path);
+    const char *p = data;
+    size_t left = len;
+    while (left && !rc) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            rc = storh_err_sys(err, w < 0 ? errno : EIO, "Could not write storage file: %s", path);
+        else {
+            p += w;
+            left -= (size_t)w;
+        }
+    }
+    if (close(fd) != 0 && !rc)
+        rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
+    if (rc)
+        unlinkat(dfd, name, 0);
+    return rc;
+}
+
+/* stat of row i's staged file: 0, or -1 with errno. */
+static int stat_row(docjournal *j, size_t i, const char *id, struct stat *st)
+{
+    char name[NAME_MAX + 1], path[PATH_MAX];
+    int dfd = row_at(j, i, id, false, name, sizeof name);
+    if (dfd >= 0)
+        return fstatat(dfd, name, st, 0);
+    if (docjournal_row_path(j, i, id, path, NULL)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return stat(path, st);
+}
+
+/* stat of a record path: 0, or -1 with errno (ENOENT also when its shard
+ * directory does not exist). */
+static int stat_final(docjournal *j, const char *final, struct stat *st)
+{
+    const char *name;
+    int dfd = final_at(j, final, false, &name);
+    if (dfd >= 0)
+        return fstatat(dfd, name, st, 0);
+    return errno == ENOENT ? -1 : stat(final, st);
+}
+
 int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
                       storh_err *err)
 {
@@ -118,12 +253,12 @@ int docjournal_commit(docjournal *j, const char *const *finals, const char *cons
         return rc;
     }
     for (size_t i = 0; !rc && i < n; i++) {
-        char staged[PATH_MAX];
         struct stat sst, tst;
-        if ((rc = docjournal_row_path(j, i, ids[i], staged, err)))
-            break;
-        if (stat(staged, &sst) != 0) {
-            rc = storh_err_sys(err, errno, "Could not stat staged row %s", staged);
+        if (stat_row(j, i, ids[i], &sst) != 0) {
+            char staged[PATH_MAX];
+            int e = errno;
+            if (!(rc = docjournal_row_path(j, i, ids[i], staged, err)))
+                rc = storh_err_sys(err, e, "Could not stat staged row %s", staged);
             break;
         }
         /* what the record path holds when the renames begin: the file an
@@ -134,12 +269,10 @@ int docjournal_commit(docjournal *j, const char *const *finals, const char *cons
             rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
             break;
         }
-        char pp[PATH_MAX];
         json_t *pre = json_null();
-        if (!fresh && !(rc = docjournal_row_path(j, *prev - 1, ids[i], pp, err)) &&
-            stat(pp, &tst) == 0)
+        if (!fresh && stat_row(j, *prev - 1, ids[i], &tst) == 0)
             pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
-        else if (fresh && stat(finals[i], &tst) == 0)
+        else if (fresh && stat_final(j, finals[i], &tst) == 0)
             pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
         *prev = i + 1;
         if (strncmp(finals[i], j->coll, cl) != 0 || finals[i][cl] != '/')
@@ -165,6 +298,27 @@ int docjournal_commit(docjournal *j, const char *const *finals, const char *cons
     if (!rc)
         fault_point("docstore.bulk.committed");
     return rc;
+}
+
+int docjournal_rename_row(docjournal *j, size_t i, const char *id, const char *final,
+                          storh_err *err)
+{
+    char name[NAME_MAX + 1], from[PATH_MAX];
+    const char *to;
+    int rfd = row_at(j, i, id, false, name, sizeof name);
+    int dfd = rfd < 0 ? -1 : final_at(j, final, true, &to);
+    if (dfd >= 0) {
+        int ok = renameat(rfd, name, dfd, to) == 0;
+        if (!ok && errno == ENOENT && mkdir_shard(dfd, to) == 0) /* a new shard */
+            ok = renameat(rfd, name, dfd, to) == 0;
+        if (ok) {
+            estats_add(ESTAT_RENAME, 1);
+            return 0;
+        }
+    }
+    /* by paths, which reports the error (or makes what went missing) */
+    int rc = docjournal_row_path(j, i, id, from, err);
+    return rc ? rc : docjournal_rename(from, final, err);
 }
 
 int docjournal_rename(const char *from, const char *to, storh_err *err)
@@ -208,6 +362,10 @@ void docjournal_release(docjournal *j)
         return;
     if (j->lock_fd >= 0)
         close(j->lock_fd);
+    if (j->rows_fd >= 0)
+        close(j->rows_fd);
+    if (j->data_fd >= 0)
+        close(j->data_fd);
     free(j);
 }
 

@@ -37,6 +37,16 @@ int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out
  * committed. */
 int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
                       storh_err *err);
+/* Row i of record id staged: its file created and written (not synced:
+ * the commit's syncfs does that), through a descriptor on the rows
+ * directory kept by j, its shard directory made when it is missing. */
+int docjournal_write_row(docjournal *j, size_t i, const char *id, const void *data, size_t len,
+                         storh_err *err);
+/* Row i of record id renamed to final (its record path), as
+ * docjournal_rename, through the descriptors j keeps on the rows and data
+ * directories. */
+int docjournal_rename_row(docjournal *j, size_t i, const char *id, const char *final,
+                          storh_err *err);
 /* rename(from, to), making to's directory when it is missing. */
 int docjournal_rename(const char *from, const char *to, storh_err *err);
 /* Removes the commit record and the lock and frees j (the caller removes

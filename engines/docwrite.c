@@ -116,8 +116,10 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     if (!rc && st->bulk && st->sync_fd < 0 &&
         (st->sync_fd = open(ds->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         rc = storh_err_sys(err, errno, "Could not open %s", ds->dir);
-    if (!rc)
-        rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->bulk && !st->grouped, err);
+    if (!rc && st->bulk)
+        rc = docjournal_write_row(st->j, st->n, id, st->enc.data, st->enc.len, err);
+    else if (!rc)
+        rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->grouped, err);
     if (rc && rc != STORH_ENOSPC) {
         /* most likely a shard dir not made yet (perhaps by a racing thread
          * right now): make it, then try once more */
@@ -224,6 +226,40 @@ int docstore_stage_element(docstore_stage *st, json_t *elem, char out_id[UUID7_L
                               err);
 }
 
+/* An import line that is already the canonical record of its id (what
+ * exportJsonl writes) becomes its record file as it is, without a decode,
+ * when nothing needs its data now: no schema to validate it against and no
+ * index (one defined before the commit decodes the row's temp, row_data).
+ * 1: not such a line (or a schema or index), decode it. */
+static int import_canonical(docstore_stage *st, const char *line, size_t len,
+                            char out_id[UUID7_LEN + 1], storh_err *err)
+{
+    static const char pre[] = "{\"id\":\"", mid[] = "\",\"data\":";
+    size_t pl = sizeof pre - 1, ml = sizeof mid - 1;
+    if (!st->bulk || len < pl + UUID7_LEN + ml + 2 || memcmp(line, pre, pl) ||
+        memcmp(line + pl + UUID7_LEN, mid, ml))
+        return 1;
+    char c = line[pl + UUID7_LEN + ml];
+    if ((c != '{' && c != '[') || !uuid7_is_valid(line + pl, UUID7_LEN))
+        return 1;
+    docstore *ds = st->ds;
+    pthread_rwlock_rdlock(&ds->ixlock);
+    bool plain = ds->sch.n == 0 && !docindex_active(&ds->ix);
+    pthread_rwlock_unlock(&ds->ixlock);
+    if (!plain)
+        return 1;
+    char id[UUID7_LEN + 1];
+    memcpy(id, line + pl, UUID7_LEN);
+    id[UUID7_LEN] = '\0';
+    buf_reset(&st->enc);
+    buf_append(&st->enc, line, len);
+    buf_appendc(&st->enc, '\n');
+    if (!reccanon_is_canonical(st->enc.data, st->enc.len, id))
+        return 1;
+    memcpy(out_id, id, UUID7_LEN + 1);
+    return stage_bytes(st, out_id, NULL, err);
+}
+
 int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
                                char out_id[UUID7_LEN + 1], storh_err *err)
 {
@@ -236,11 +272,13 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
         i++;
     if (i == len)
         return 0; /* blank lines are skipped */
+    int rc = import_canonical(st, line, len, out_id, err);
+    if (rc != 1)
+        return rc;
     storh_err jerr;
     json_t *row = sjson_decode(line, len, &jerr);
     if (!row)
         return storh_err_set(err, STORH_EINVAL, "%s", jerr.msg);
-    int rc;
     if (json_is_array(row)) {
         json_t *empty = json_object();
         rc = empty ? docstore_stage_put(st, NULL, empty, out_id, err) : storh_err_oom(err);
@@ -405,14 +443,16 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
     for (size_t i = 0; !rc && i < st->n; i++) {
         stage_row *r = &st->rows[i];
         char tmp[PATH_MAX], final[PATH_MAX];
-        if ((rc = row_paths(st, i, tmp, final, err)))
+        tmp[0] = '\0';
+        /* a bulk's row is renamed by its journal, which knows its temp */
+        if ((rc = row_paths(st, i, st->bulk ? NULL : tmp, final, err)))
             break;
         json_t *old = NULL;
         if (indexed && (rc = docstore_old_record(ds, r->id, &old, err)))
             break;
         if (i == 0 && existed0)
             *existed0 = access(final, F_OK) == 0;
-        if ((rc = st->bulk ? docjournal_rename(tmp, final, err)
+        if ((rc = st->bulk ? docjournal_rename_row(st->j, i, r->id, final, err)
                            : fsx_rename(tmp, final, false, err))) {
             json_decref(old);
             break;
@@ -425,6 +465,8 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
         if (indexed)
             rc = docindex_update(&ds->ix, r->id, old, r->data, err);
         json_decref(old);
+        if (st->bulk) /* its directories are synced by the syncfs below */
+            continue;
         char d[PATH_MAX];
         fsx_dirname(final, d, sizeof d);
         size_t j = 0;

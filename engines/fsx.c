@@ -13,30 +13,65 @@
 
 #include "estats.h"
 
+/* mkdir of path's first k bytes; with sync_parents, its parent fsynced
+ * when it was made. 0 made, 1 there already; < 0 failed: *eno is mkdir's
+ * errno, or 0 when the fsync failed (err set). */
+static int mkdir_prefix(char *tmp, const char *path, size_t k, bool sync_parents, int *eno,
+                        storh_err *err)
+{
+    memcpy(tmp, path, k);
+    tmp[k] = '\0';
+    if (mkdir(tmp, 0777) != 0) {
+        *eno = errno;
+        return errno == EEXIST ? 1 : -1;
+    }
+    if (sync_parents) {
+        char parent[PATH_MAX];
+        fsx_dirname(tmp, parent, sizeof parent);
+        int rc = fsx_fsync_dir(parent, err);
+        if (rc) {
+            *eno = 0;
+            return rc;
+        }
+    }
+    return 0;
+}
+
 int fsx_mkdirs(const char *path, bool sync_parents, storh_err *err)
 {
     char tmp[PATH_MAX];
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof tmp)
         return storh_err_set(err, STORH_EINVAL, "Could not create storage directory: %s", path);
-    memcpy(tmp, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] != '/' && tmp[i] != '\0')
-            continue;
-        char save = tmp[i];
-        tmp[i] = '\0';
-        if (mkdir(tmp, 0777) == 0) {
-            if (sync_parents) {
-                char parent[PATH_MAX];
-                fsx_dirname(tmp, parent, sizeof parent);
-                int rc = fsx_fsync_dir(parent, err);
-                if (rc)
-                    return rc;
-            }
-        } else if (errno != EEXIST) {
-            return storh_err_sys(err, errno, "Could not create storage directory: %s", tmp);
-        }
-        tmp[i] = save;
+    /* from the path up to the deepest directory that exists (usually the
+     * parent: one mkdir), then down again making each one */
+    size_t k = n;
+    int eno = 0, r;
+    for (;;) {
+        r = mkdir_prefix(tmp, path, k, sync_parents, &eno, err);
+        if (r == 0 || r == 1)
+            break;
+        if (eno == 0)
+            return r; /* the parent's fsync failed; err says so */
+        size_t up = k;
+        while (up > 0 && path[up - 1] != '/')
+            up--;
+        while (up > 0 && path[up - 1] == '/') /* the slash(es) before that name */
+            up--;
+        if (eno != ENOENT || up == 0)
+            return storh_err_sys(err, eno, "Could not create storage directory: %s", tmp);
+        k = up;
+    }
+    while (k < n) {
+        while (k < n && path[k] == '/')
+            k++;
+        while (k < n && path[k] != '/')
+            k++;
+        r = mkdir_prefix(tmp, path, k, sync_parents, &eno, err);
+        if (r < 0 && eno == 0)
+            return r;
+        if (r < 0)
+            return storh_err_sys(err, eno, "Could not create storage directory: %s", tmp);
     }
     return 0;
 }

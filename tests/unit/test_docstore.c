@@ -9,6 +9,7 @@
 #include "docstore.h"
 #include "fsx.h"
 #include "rcache.h"
+#include "query.h"
 #include "storh_err.h"
 #include "uuid7.h"
 #include "sjson.h"
@@ -340,6 +341,164 @@ TEST(open_finishes_a_dead_writers_bulk)
     }
 }
 
+/* An exported line (the canonical record of its id) imported into a plain
+ * collection becomes its record file byte for byte without a decode; with
+ * a schema or an index it is decoded, validated and indexed as any row. */
+TEST(import_of_canonical_lines_is_schema_and_index_checked)
+{
+    const char *a = "{\"id\":\"018bcfe5-6800-7000-8000-2a5dba6274da\",\"data\":{\"k\":1,"
+                    "\"s\":\"x\"}}";
+    const char *b = "{\"id\":\"018bcfe5-6800-7000-8000-2b5dba6274da\",\"data\":[1,2]}";
+    const char *bad_id = "{\"id\":\"018bcfe5-6800-0000-8000-2c5dba6274da\",\"data\":{\"k\":1}}";
+    docstore *ds = open_store("canon");
+    docstore_stage *st;
+    char id[37];
+    storh_err err;
+    CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
+    CHECK_INT(docstore_stage_import_line(st, a, strlen(a), id, &err), 0);
+    CHECK_STR(id, "018bcfe5-6800-7000-8000-2a5dba6274da");
+    CHECK_INT(docstore_stage_import_line(st, b, strlen(b), id, &err), 0);
+    CHECK_INT(docstore_stage_import_line(st, bad_id, strlen(bad_id), id, &err), STORH_EINVAL);
+    CHECK_INT(docstore_stage_commit(st, NULL, NULL), 0);
+    buf got = BUF_INIT;
+    char path[PATH_MAX], want[256];
+    snprintf(path, sizeof path, "%s/canon/data/2a/018bcfe5-6800-7000-8000-2a5dba6274da.jsonc",
+             root);
+    CHECK_INT(fsx_read_all(path, &got, NULL), 0);
+    snprintf(want, sizeof want, "%s\n", a);
+    CHECK_STR(got.data, want);
+    json_t *d;
+    CHECK_INT(docstore_get(ds, "018bcfe5-6800-7000-8000-2b5dba6274da", &d, NULL, NULL), 0);
+    CHECK(json_is_array(d) && json_array_size(d) == 2);
+    json_decref(d);
+    /* a schema the line breaks: refused, nothing staged */
+    json_t *sch = js("{\"fields\":{\"k\":{\"type\":\"string\"}}}"), *out = NULL;
+    CHECK_INT(docstore_set_schema(ds, sch, &out, NULL), 0);
+    json_decref(sch);
+    json_decref(out);
+    const char *c = "{\"id\":\"018bcfe5-6800-7000-8000-2d5dba6274da\",\"data\":{\"k\":1}}";
+    CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
+    CHECK_INT(docstore_stage_import_line(st, c, strlen(c), id, &err), STORH_ESCHEMA);
+    CHECK_INT((int)docstore_stage_count(st), 0);
+    docstore_stage_abort(st);
+    docstore_close(ds);
+    /* an index: the imported row is found through it */
+    ds = open_store("canon-ix");
+    json_t *defs = js("{\"fields\":[{\"field\":\"s\"}]}");
+    CHECK_INT(docstore_define_indexes(ds, defs, true, &out, NULL), 0);
+    json_decref(defs);
+    json_decref(out);
+    CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
+    CHECK_INT(docstore_stage_import_line(st, a, strlen(a), id, &err), 0);
+    CHECK_INT(docstore_stage_commit(st, NULL, NULL), 0);
+    json_t *qb = js("{\"where\":[{\"field\":\"s\",\"op\":\"eq\",\"value\":\"x\"}],"
+                    "\"explain\":true}");
+    query q;
+    CHECK_INT(query_parse(qb, &q, NULL), 0);
+    CHECK_INT(docstore_query(ds, &q, &out, NULL), 0);
+    CHECK_STR(json_string_value(json_object_get(out, "plan")), "index_scan");
+    json_decref(out);
+    query_free(&q);
+    json_decref(qb);
+    qb = js("{\"where\":[{\"field\":\"s\",\"op\":\"eq\",\"value\":\"x\"}],\"count\":true}");
+    CHECK_INT(query_parse(qb, &q, NULL), 0);
+    CHECK_INT(docstore_query(ds, &q, &out, NULL), 0);
+    CHECK_INT(json_integer_value(json_object_get(out, "count")), 1);
+    json_decref(out);
+    query_free(&q);
+    json_decref(qb);
+    buf_free(&got);
+    docstore_close(ds);
+}
+
+/* A dead writer's committed bulk over records that exist (its commit
+ * record holds what each record path held, found through the shard
+ * directories' descriptors) is finished on open: the rows whose records
+ * nobody touched since land, the one another writer replaced keeps theirs. */
+TEST(open_finishes_a_dead_writers_bulk_over_existing_records)
+{
+    enum { ROWS = 8 };
+    const char *name = "dead-over-existing";
+    char ids[ROWS][UUID7_LEN + 1];
+    docstore *ds = open_store(name);
+    CHECK(ds != NULL);
+    for (int i = 0; i < ROWS; i++) {
+        json_t *d = json_pack("{si}", "old", i);
+        CHECK_INT(docstore_put(ds, NULL, d, ids[i], NULL, NULL), 0);
+        json_decref(d);
+    }
+    docstore_close(ds);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("STORH_FAULT", "docstore.bulk.renamed@2", 1);
+        docstore *c = open_store(name);
+        docstore_stage *st;
+        char id[UUID7_LEN + 1];
+        if (!c || docstore_stage_begin(c, &st, NULL))
+            _exit(1);
+        for (int i = 0; i < ROWS; i++) {
+            json_t *d = json_pack("{si}", "bulk", i);
+            docstore_stage_put(st, ids[i], d, id, NULL);
+            json_decref(d);
+        }
+        docstore_stage_commit(st, NULL, NULL);
+        _exit(1); /* the fault point ends it before */
+    }
+    int wst = -1;
+    waitpid(pid, &wst, 0);
+    CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 86);
+    /* another writer replaces row 5 (not renamed yet) before the open */
+    char p[PATH_MAX], rec[128], tmp[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s/data/%.2s/%s.jsonc", root, name, ids[5] + 24, ids[5]);
+    snprintf(tmp, sizeof tmp, "%s.other", p);
+    snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"data\":{\"other\":1}}\n", ids[5]);
+    FILE *f = fopen(tmp, "w");
+    fputs(rec, f);
+    fclose(f);
+    CHECK_INT(rename(tmp, p), 0);
+    ds = open_store(name);
+    for (int i = 0; i < ROWS; i++) {
+        json_t *data = NULL;
+        CHECK_INT(docstore_get(ds, ids[i], &data, NULL, NULL), 0);
+        if (i == 5)
+            CHECK_INT(json_integer_value(json_object_get(data, "other")), 1);
+        else
+            CHECK_INT(json_integer_value(json_object_get(data, "bulk")), i);
+        json_decref(data);
+    }
+    char stage[PATH_MAX];
+    snprintf(stage, sizeof stage, "%s/%s/.storh/bulk", root, name);
+    CHECK_INT(count_files(stage, ""), 0);
+    docstore_close(ds);
+}
+
+/* fsx_mkdirs goes up to the deepest directory that exists, then down:
+ * every missing level made, existing ones fine, a file on the way an
+ * error that makes nothing. */
+TEST(mkdirs_makes_every_missing_level)
+{
+    char p[PATH_MAX], f[PATH_MAX];
+    storh_err err;
+    snprintf(p, sizeof p, "%s/mk/a/b/c", root);
+    CHECK_INT(fsx_mkdirs(p, false, &err), 0);
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK_INT(fsx_mkdirs(p, true, &err), 0); /* there already */
+    snprintf(p, sizeof p, "%s/mk/a//d///e/", root);
+    CHECK_INT(fsx_mkdirs(p, true, &err), 0);
+    snprintf(p, sizeof p, "%s/mk/a/d/e", root);
+    CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+    snprintf(f, sizeof f, "%s/mk/file", root);
+    FILE *fp = fopen(f, "w");
+    fclose(fp);
+    snprintf(p, sizeof p, "%s/mk/file/x/y", root);
+    CHECK(fsx_mkdirs(p, false, &err) < 0);
+    CHECK(strstr(err.msg, "Could not create storage directory") != NULL);
+    snprintf(p, sizeof p, "%s/mk/file/x", root);
+    CHECK(stat(p, &st) != 0);
+    CHECK(fsx_mkdirs("", false, &err) < 0);
+}
+
 /* What a collection is, decided in one place: a name directory holding
  * data/, with a name the API can address; sorted by name. */
 TEST(collections_are_the_name_dirs_with_data)
@@ -608,6 +767,9 @@ static const test_case tests[] = {
     TEST_ENTRY(cache_fed_by_put_sees_other_writers),
     TEST_ENTRY(cache_fed_by_put_forgets_deletes),
     TEST_ENTRY(cache_fed_by_put_not_by_a_failed_group),
+    TEST_ENTRY(open_finishes_a_dead_writers_bulk_over_existing_records),
+    TEST_ENTRY(mkdirs_makes_every_missing_level),
+    TEST_ENTRY(import_of_canonical_lines_is_schema_and_index_checked),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
