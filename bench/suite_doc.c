@@ -106,11 +106,20 @@ void suite_doc(const harness_opts *o, bench_result *r)
      * beside the first; the teardown of the store (its record cache, its
      * indexes) is doc.close, at the end */
     docstore *re;
-    t = harness_now();
-    if (docstore_open(o->work, "docs", &re, &err))
-        harness_die("reopen", &err);
-    bench_add(r, "doc.reopen", (harness_now() - t) * 1e3, "ms", "lower",
-              "reopen an existing store (the constructor)");
+    /* a fraction of a millisecond: the median of five constructors, each
+     * instance closed untimed before the next (the last one stays open) */
+    double opens[5];
+    for (int k = 0; k < 5; k++) {
+        t = harness_now();
+        if (docstore_open(o->work, "docs", &re, &err))
+            harness_die("reopen", &err);
+        opens[k] = harness_now() - t;
+        if (k < 4)
+            docstore_close(re);
+    }
+    qsort(opens, 5, sizeof opens[0], cmp_double);
+    bench_add(r, "doc.reopen", opens[2] * 1e3, "ms", "lower",
+              "reopen an existing store (the constructor), median of 5");
     t = harness_now();
     if (docstore_get(re, ids[n / 2], &d, NULL, &err))
         harness_die("reopen get", &err);
