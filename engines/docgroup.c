@@ -413,22 +413,29 @@ static void account(docgroup_op *ops, uint64_t syncs, uint64_t end)
     add(&st_syncs, syncs);
 }
 
+/* The descriptor the group's syncfs(2) goes through, opened (g->mu held)
+ * before the first file of the group is written: syncfs reports the
+ * writeback errors since this open. The storage root, as the collection
+ * may not exist yet. */
+static int open_sync_fd(docgroup *g, const char *dir, storh_err *err)
+{
+    if (g->mode == DOCGROUP_SYNC_EACH || g->sync_fd >= 0)
+        return 0;
+    int rc = 0;
+    char root[PATH_MAX];
+    fsx_dirname(dir, root, sizeof root);
+    g->sync_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (g->sync_fd < 0 && errno == ENOENT && (rc = fsx_mkdirs(root, true, err)) == 0)
+        g->sync_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* a new root */
+    if (!rc && g->sync_fd < 0)
+        rc = storh_err_sys(err, errno, "Could not open %s", root);
+    return rc;
+}
+
 int docgroup_arrive(docgroup *g, const char *dir, storh_err *err)
 {
     pthread_mutex_lock(&g->mu);
-    int rc = 0;
-    if (g->mode != DOCGROUP_SYNC_EACH && g->sync_fd < 0) {
-        /* before the first temp is written: syncfs reports the writeback
-         * errors since this open. The storage root, as the collection may
-         * not exist yet. */
-        char root[PATH_MAX];
-        fsx_dirname(dir, root, sizeof root);
-        g->sync_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (g->sync_fd < 0 && errno == ENOENT && (rc = fsx_mkdirs(root, true, err)) == 0)
-            g->sync_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* a new root */
-        if (!rc && g->sync_fd < 0)
-            rc = storh_err_sys(err, errno, "Could not open %s", root);
-    }
+    int rc = open_sync_fd(g, dir, err);
     if (!rc)
         g->arriving++;
     pthread_mutex_unlock(&g->mu);
@@ -478,6 +485,14 @@ int docgroup_commit(docstore *ds, docgroup_op *op)
     op->next = NULL;
     op->queued_ns = now_ns();
     pthread_mutex_lock(&g->mu);
+    /* a delete writes no temp, so never arrived: a group of deletes alone
+     * (the first writes after an open) still syncs its index files and
+     * directories through the descriptor */
+    int orc = open_sync_fd(g, ds->dir, op->err);
+    if (orc) { /* a delete's: an op that arrived found the descriptor open */
+        pthread_mutex_unlock(&g->mu);
+        return op->rc = orc;
+    }
     *g->tail = op;
     g->tail = &op->next;
     g->nqueued++;

@@ -396,6 +396,55 @@ TEST(failure_in_group_poisons_the_collection)
     json_decref(boom);
 }
 
+/* A delete writes no temp: when it is the first write after an open (a
+ * restart), its group (deletes alone, which still write index entries and
+ * sync directories) must find the group's sync descriptor open too. */
+static void first_write_a_delete(const char *name, int mode)
+{
+    docstore *ds = open_store(name, mode);
+    json_t *defs = js("{\"fields\":[{\"field\":\"kind\"}]}"), *out = NULL;
+    CHECK_INT(docstore_define_indexes(ds, defs, true, &out, NULL), 0);
+    json_decref(defs);
+    json_decref(out);
+    char a[UUID7_LEN + 1], b[UUID7_LEN + 1];
+    json_t *d = js("{\"kind\":\"page\"}");
+    CHECK_INT(docstore_put(ds, NULL, d, a, NULL, NULL), 0);
+    CHECK_INT(docstore_put(ds, NULL, d, b, NULL, NULL), 0);
+    docstore_close(ds);
+    ds = open_store(name, mode);
+    storh_err err;
+    bool existed = false;
+    int rc = docstore_delete(ds, a, &existed, &err);
+    if (rc)
+        fprintf(stderr, "delete: %s\n", err.msg);
+    CHECK_INT(rc, 0);
+    CHECK(existed);
+    json_t *got = NULL;
+    CHECK(docstore_get(ds, a, &got, NULL, NULL) == STORH_ENOTFOUND);
+    CHECK_INT(docstore_put(ds, b, d, b, NULL, &err), 0); /* not poisoned */
+    json_t *report = NULL;
+    CHECK_INT(docstore_health(ds, &report, NULL), 0);
+    CHECK(json_is_true(json_object_get(report, "ok")));
+    json_decref(report);
+    json_decref(d);
+    docstore_close(ds);
+}
+
+TEST(first_write_after_open_a_delete_syncfs)
+{
+    first_write_a_delete("delfirst_fs", DOCGROUP_SYNC_FS);
+}
+
+TEST(first_write_after_open_a_delete_fsync)
+{
+    first_write_a_delete("delfirst_each", DOCGROUP_SYNC_EACH);
+}
+
+TEST(first_write_after_open_a_delete_auto)
+{
+    first_write_a_delete("delfirst_auto", DOCGROUP_SYNC_AUTO);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(concurrent_puts_share_syncs_syncfs),
     TEST_ENTRY(concurrent_puts_share_syncs_fsync),
@@ -410,6 +459,9 @@ static const test_case tests[] = {
     TEST_ENTRY(bad_input_fails_alone),
     TEST_ENTRY(same_id_answers_follow_apply_order),
     TEST_ENTRY(failure_in_group_poisons_the_collection),
+    TEST_ENTRY(first_write_after_open_a_delete_syncfs),
+    TEST_ENTRY(first_write_after_open_a_delete_fsync),
+    TEST_ENTRY(first_write_after_open_a_delete_auto),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
