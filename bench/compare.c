@@ -1,4 +1,5 @@
 #include "compare.h"
+#include "harness.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -182,20 +183,6 @@ static void docs_free(docs *x)
     free(x->d);
 }
 
-static int dcmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    if (!n)
-        return NAN;
-    qsort(v, (size_t)n, sizeof *v, dcmp);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* storh's figure of a row in storhd's unit (m: storhd's metric), from one
  * storh document; NAN when the document lacks it. */
 static double storh_value(const json_t *doc, const cmp_row *row, const json_t *m)
@@ -237,7 +224,7 @@ static double storhd_value(const docs *cur, const char *name, const json_t **m)
             v[k++] = json_number_value(json_object_get(x, "value"));
         }
     }
-    return median(v, k);
+    return harness_median(v, k);
 }
 
 static const char *fmt(double v, const char *unit, char *out, size_t cap)
@@ -275,7 +262,7 @@ static void print_row(const cmp_row *row, const docs *php, const docs *cur)
         if (!isnan(x))
             v[k++] = x;
     }
-    double p = median(v, k);
+    double p = harness_median(v, k);
     bool rate = higher(m);
     double ratio = isnan(p) || p <= 0 || c <= 0 ? NAN : rate ? c / p : p / c;
     double lim = row->limit ? storhd_value(cur, row->limit, &lm) : NAN;
@@ -296,7 +283,7 @@ static void print_row(const cmp_row *row, const docs *php, const docs *cur)
         if (!isnan(pi))
             vp[kp++] = fraction(pi, li, rate);
     }
-    double fc = kc ? median(vc, kc) : 0, fp = kp ? median(vp, kp) : 0;
+    double fc = kc ? harness_median(vc, kc) : 0, fp = kp ? harness_median(vp, kp) : 0;
     const char *unit = str(m, "unit");
     bool met;
     switch (row->cls) {

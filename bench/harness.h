@@ -23,6 +23,9 @@ typedef struct harness_opts {
 
 /* Monotonic seconds. */
 double harness_now(void);
+/* The median of v[0..n), which it sorts (the mean of the middle two for an
+ * even n; NAN for none): how every suite reports repeated passes. */
+double harness_median(double *v, int n);
 /* Prints what failed (err's message, else errno) and exits 1. */
 void harness_die(const char *what, const storh_err *err);
 /* The epoch of the suites' time-ordered ids and of publishedAt (storh's). */

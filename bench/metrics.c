@@ -1,4 +1,5 @@
 #include "metrics.h"
+#include "harness.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +32,6 @@ void bench_add(bench_result *r, const char *name, double value, const char *unit
     json_array_append_new(json_object_get(m, "runs"), json_real(value));
 }
 
-static int dcmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 void bench_finish(bench_result *r)
 {
     const char *k;
@@ -47,11 +42,8 @@ void bench_finish(bench_result *r)
         double *v = malloc((n ? n : 1) * sizeof *v);
         for (size_t i = 0; v && i < n; i++)
             v[i] = json_number_value(json_array_get(runs, i));
-        if (v && n) {
-            qsort(v, n, sizeof *v, dcmp);
-            double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-            json_object_set_new(m, "value", json_real(med));
-        }
+        if (v && n)
+            json_object_set_new(m, "value", json_real(harness_median(v, (int)n)));
         free(v);
     }
 }

@@ -17,17 +17,6 @@
 #include "docstore.h"
 #include "fsx.h"
 
-double bulk_median(double *v, int n)
-{
-    for (int i = 1; i < n; i++) /* insertion sort: a handful of batches */
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int hexval(char c)
 {
     return c >= '0' && c <= '9' ? c - '0' : c - 'a' + 10;
@@ -196,11 +185,11 @@ void suite_bulk_doc(const harness_opts *o, bench_result *r, const char *jsonl)
                 imp[b] = rows / el;
             }
         }
-    bench_add(r, "limit.bulk_publish", bulk_median(lim, BULK_BATCHES), "records/s", "higher",
+    bench_add(r, "limit.bulk_publish", harness_median(lim, BULK_BATCHES), "records/s", "higher",
               "limit: N creates + writes into the record shards, syncfs, N renames, syncfs "
               "(median batch)");
-    bench_add(r, "doc.put_stream", bulk_median(put, BULK_BATCHES), "records/s", "higher",
+    bench_add(r, "doc.put_stream", harness_median(put, BULK_BATCHES), "records/s", "higher",
               "putStream() bulk insert (median batch)");
-    bench_add(r, "doc.import_jsonl", bulk_median(imp, BULK_BATCHES), "records/s", "higher",
+    bench_add(r, "doc.import_jsonl", harness_median(imp, BULK_BATCHES), "records/s", "higher",
               "importJsonl() (median batch)");
 }

@@ -9,8 +9,6 @@
 
 #define BULK_BATCHES 3
 
-/* The median of v[0..n), which it sorts. */
-double bulk_median(double *v, int n);
 /* The least a durable bulk of n record files can do, in dir (made here,
  * must not exist): the shard dirs, n creates + writes + closes of the
  * records' bytes, one syncfs, n renames into the shards, one syncfs; each

@@ -19,12 +19,6 @@
 
 enum { GET_DATA, GET_ANSWER };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Seconds per get over ids [0, n), each read once, in order, timed in ten
  * slices of consecutive ids: the median slice's, so one preemption of a
  * loaded machine does not decide a figure of a few milliseconds. */
@@ -51,8 +45,7 @@ static double timed_gets(docstore *ds, char (*ids)[UUID7_LEN + 1], long n, int h
         }
         per[k] = to > from ? (harness_now() - t) / (double)(to - from) : 0;
     }
-    qsort(per, SLICES, sizeof per[0], cmp_double);
-    return (per[SLICES / 2 - 1] + per[SLICES / 2]) / 2;
+    return harness_median(per, SLICES);
 }
 
 void suite_doc(const harness_opts *o, bench_result *r)
@@ -117,8 +110,7 @@ void suite_doc(const harness_opts *o, bench_result *r)
         if (k < 4)
             docstore_close(re);
     }
-    qsort(opens, 5, sizeof opens[0], cmp_double);
-    bench_add(r, "doc.reopen", opens[2] * 1e3, "ms", "lower",
+    bench_add(r, "doc.reopen", harness_median(opens, 5) * 1e3, "ms", "lower",
               "reopen an existing store (the constructor), median of 5");
     t = harness_now();
     if (docstore_get(re, ids[n / 2], &d, NULL, &err))

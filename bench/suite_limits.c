@@ -127,12 +127,6 @@ static double read_records(const files *f)
     return harness_now() - t;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* What a push of unchanged records cannot avoid: every shard listed, and
  * one fstatat of each record file relative to its shard (nothing read).
  * Returns the seconds it took; *n the files stated. */
@@ -182,8 +176,7 @@ static double stat_records(const files *f)
         }
         pass[k] = (harness_now() - t) / f->n;
     }
-    qsort(pass, 3, sizeof pass[0], cmp_double);
-    return pass[1];
+    return harness_median(pass, 3);
 }
 
 static void sq(sqlite3 *db, const char *sql)
@@ -299,8 +292,7 @@ void suite_limits(const harness_opts *o, bench_result *r)
     long ns = 0;
     for (int i = 0; i < 5; i++)
         tstats[i] = stat_scan(data, &ns);
-    qsort(tstats, 5, sizeof tstats[0], cmp_double);
-    bench_add(r, "limit.stat_scan", ns / tstats[2], "records/s", "higher",
+    bench_add(r, "limit.stat_scan", ns / harness_median(tstats, 5), "records/s", "higher",
               "limit: readdir of every shard and one fstatat of each record file (median of 5)");
     bench_add(r, "limit.stat", stat_records(&f) * 1e6, "µs", "lower",
               "limit: stat of one record file's path (a validated cache hit's)");

@@ -70,12 +70,6 @@ static long drain(seglog *s, const recquery *q)
 
 enum { PASSES = 5, ITERS = 20, COUNT_PASSES = 21, COUNT_ITERS = 200 };
 
-static int dcmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The median of PASSES passes of ITERS reads (seconds per read): one
  * preemption does not decide a sub-millisecond figure. */
 static double read_median(seglog *s, const recquery *q, long (*read)(seglog *, const recquery *))
@@ -87,8 +81,7 @@ static double read_median(seglog *s, const recquery *q, long (*read)(seglog *, c
             read(s, q);
         pass[p] = (harness_now() - t) / ITERS;
     }
-    qsort(pass, PASSES, sizeof *pass, dcmp);
-    return pass[PASSES / 2];
+    return harness_median(pass, PASSES);
 }
 
 /* What a count must do to stay fresh against other processes: a stat of
@@ -297,11 +290,9 @@ void suite_log(const harness_opts *o, bench_result *r)
         lpass[p] = stat_pair_pass(manp, afd);
     }
     close(afd);
-    qsort(pass, COUNT_PASSES, sizeof *pass, dcmp);
-    qsort(lpass, COUNT_PASSES, sizeof *lpass, dcmp);
-    bench_add(r, "log.eq_count", pass[COUNT_PASSES / 2] * 1e6, "µs", "lower",
+    bench_add(r, "log.eq_count", harness_median(pass, COUNT_PASSES) * 1e6, "µs", "lower",
               "equality count() from the counters (median pass of 21 x 200)");
-    bench_add(r, "limit.count_stats", lpass[COUNT_PASSES / 2] * 1e6, "µs", "lower",
+    bench_add(r, "limit.count_stats", harness_median(lpass, COUNT_PASSES) * 1e6, "µs", "lower",
               "limit: stat of the log's manifest and fstat of its active segment (a count's "
               "freshness check; passes alternate with log.eq_count's)");
     query_free(&cq);
@@ -343,9 +334,8 @@ void suite_log(const harness_opts *o, bench_result *r)
          * was deleted, so they are the same lines) and twice after it */
         lim[1] = outs.n ? compact_io_limit(o, segdir, &outs, mlen) : 0;
         lim[2] = outs.n ? compact_io_limit(o, segdir, &outs, mlen) : 0;
-        qsort(lim, 3, sizeof *lim, dcmp);
         if (outs.n)
-            bench_add(r, "limit.compact_io", live / lim[1], "records/s", "higher",
+            bench_add(r, "limit.compact_io", live / harness_median(lim, 3), "records/s", "higher",
                       "limit: a compaction's kernel work for the same bytes (inputs read, "
                       "roll, outputs written, one syncfs, directory fsync, manifest swap; "
                       "median of one run before it and two after)");

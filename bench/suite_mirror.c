@@ -124,11 +124,11 @@ static void bench_mirror_driver(const harness_opts *o, bench_result *r, const ch
         }
     }
     snprintf(name, sizeof name, "limit.bulk_publish_%s", prefix);
-    bench_add(r, name, bulk_median(lim, BULK_BATCHES), "records/s", "higher",
+    bench_add(r, name, harness_median(lim, BULK_BATCHES), "records/s", "higher",
               "limit: N creates + writes into the record shards, syncfs, N renames, syncfs "
               "(median batch, next to pull)");
     snprintf(name, sizeof name, "%s.pull", prefix);
-    bench_add(r, name, bulk_median(pull, BULK_BATCHES), "records/s", "higher",
+    bench_add(r, name, harness_median(pull, BULK_BATCHES), "records/s", "higher",
               "pull() restore into an empty store (median batch)");
     json_decref(tot);
     mirror_uninstall(m, c, NULL);

@@ -20,18 +20,11 @@
  * after it (the disk's rate moves within a run). */
 #define BULK_PASSES 3
 
-static int dcmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median3(const double *v)
 {
     double s[BULK_PASSES];
     memcpy(s, v, sizeof s);
-    qsort(s, BULK_PASSES, sizeof *s, dcmp);
-    return s[BULK_PASSES / 2];
+    return harness_median(s, BULK_PASSES);
 }
 
 /* The bytes [from, to) of the queue's log: what the call just wrote. */
