@@ -35,4 +35,24 @@ static inline void tmpdir_remove(const char *dir)
     }                                                                                              \
     TEST_MAIN_NAMED(run_cases, list)
 
+/* TMPDIR_TEST_MAIN with a second list of cases that run only when named on
+ * the command line (cases that need what a plain run lacks, such as a PHP
+ * storh checkout: registered with -DSTORH_PHP_DIR). */
+#define TMPDIR_TEST_MAIN_WITH_NAMED(root, list, named)                                             \
+    static int run_cases(int argc, char **argv);                                                   \
+    static int run_named(int argc, char **argv);                                                   \
+    int main(int argc, char **argv)                                                                \
+    {                                                                                              \
+        if (!tmpdir_make(root))                                                                    \
+            return 2;                                                                              \
+        bool one = false;                                                                          \
+        for (size_t i = 0; argc > 1 && i < sizeof named / sizeof named[0]; i++)                    \
+            one = one || !strcmp(argv[1], named[i].name);                                          \
+        int rc = one ? run_named(argc, argv) : run_cases(argc, argv);                              \
+        tmpdir_remove(root);                                                                       \
+        return rc;                                                                                 \
+    }                                                                                              \
+    TEST_MAIN_NAMED(run_cases, list)                                                               \
+    TEST_MAIN_NAMED(run_named, named)
+
 #endif

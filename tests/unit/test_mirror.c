@@ -603,19 +603,4 @@ static const test_case named[] = {
     TEST_ENTRY(flush_sees_php_writes),
 };
 
-static int run_cases(int argc, char **argv);
-static int run_named(int argc, char **argv);
-TEST_MAIN_NAMED(run_cases, tests)
-TEST_MAIN_NAMED(run_named, named)
-
-int main(int argc, char **argv)
-{
-    if (!tmpdir_make(root))
-        return 2;
-    bool one = false;
-    for (size_t i = 0; argc > 1 && i < sizeof named / sizeof named[0]; i++)
-        one = one || !strcmp(argv[1], named[i].name);
-    int rc = one ? run_named(argc, argv) : run_cases(argc, argv);
-    tmpdir_remove(root);
-    return rc;
-}
+TMPDIR_TEST_MAIN_WITH_NAMED(root, tests, named)
