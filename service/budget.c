@@ -160,8 +160,6 @@ void budget_render_metrics(buf *out, const budget *b, registry *reg)
 {
     registry_stats s;
     registry_get_stats(reg, &s);
-    rcache_stats c;
-    rcache_totals(&c);
     metrics_family(out, "storhd_engines_open", "gauge", "Engines open, by kind.");
     buf_printf(out,
                "storhd_engines_open{kind=\"docs\"} %zu\n"
