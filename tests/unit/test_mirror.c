@@ -1,6 +1,9 @@
 /* The SQL mirror against SQLite and a real PostgreSQL (STORHD_TEST_PG, a
  * libpq conninfo, which scripts/test.sh provides; without it the test
- * fails rather than skips). */
+ * fails rather than skips). Each PostgreSQL case works in its own schema
+ * (ctest runs the cases in parallel against one cluster, and they share
+ * table names). */
+#include <libpq-fe.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -17,10 +20,50 @@ static const char *driver; /* the driver of the current pass */
 
 #include "../support/js.h"
 
+static char pg_schema[64];
+
+static bool pg_exec(const char *sql)
+{
+    PGconn *c = PQconnectdb(getenv("STORHD_TEST_PG"));
+    PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+    bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok)
+        fprintf(stderr, "%s: %s\n", sql, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+    return ok;
+}
+
+static void pg_drop_schema(void)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", pg_schema);
+    pg_exec(sql);
+}
+
+/* STORHD_TEST_PG with search_path set to this process's own schema,
+ * created on the first call; NULL when there is no cluster or no schema. */
+static const char *pg_conninfo(void)
+{
+    static char conninfo[1024];
+    const char *pg = getenv("STORHD_TEST_PG");
+    if (conninfo[0] || !pg)
+        return conninfo[0] ? conninfo : NULL;
+    char sql[160];
+    snprintf(pg_schema, sizeof pg_schema, "test_mirror_%ld", (long)getpid());
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", pg_schema,
+             pg_schema);
+    if (!pg_exec(sql))
+        return NULL;
+    atexit(pg_drop_schema);
+    snprintf(conninfo, sizeof conninfo, "%s options='-csearch_path=%s'", pg, pg_schema);
+    return conninfo;
+}
+
 static mirror *make(const char *collections)
 {
     char cfg[2048];
-    const char *pg = getenv("STORHD_TEST_PG");
+    const char *pg = pg_conninfo();
     if (!strcmp(driver, "sqlite"))
         snprintf(cfg, sizeof cfg,
                  "{\"driver\":\"sqlite\",\"path\":\"%s/mirror.sqlite\",\"prefix\":\"t_\","
