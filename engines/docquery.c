@@ -11,6 +11,7 @@
 #include "docstore_int.h"
 #include "query.h"
 #include "recpred.h"
+#include "sjson.h"
 
 static bool id_lookup(const qcond *c)
 {
@@ -129,8 +130,8 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
             pthread_rwlock_unlock(&ds->ixlock);
             if (q->limit && n > (long long)q->limit)
                 n = (long long)q->limit;
-            *out = json_pack("{sI}", "count", (json_int_t)n);
-            return 0;
+            *out = sjson_count(n);
+            return *out ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
         }
     }
     docindex_idset cand = DOCINDEX_IDSET_INIT;
@@ -180,7 +181,7 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
                 break;
             }
             if (query_match(q, id, data))
-                json_array_append_new(rows, json_pack("{ssso}", "id", id, "data", data));
+                json_array_append_new(rows, sjson_row(id, data));
             else
                 json_decref(data);
             if (early && json_array_size(rows) >= q->limit)
@@ -208,7 +209,7 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
                 break;
             }
             if (query_match(q, id, data))
-                json_array_append_new(rows, json_pack("{ssso}", "id", id, "data", data));
+                json_array_append_new(rows, sjson_row(id, data));
             else
                 json_decref(data);
             if (early && json_array_size(rows) >= q->limit)

@@ -2,17 +2,12 @@
 
 #include <string.h>
 
-/* {"count": n}, built without json_pack's format parsing (a count from
- * the counters is a few hundred instructions besides) */
+#include "sjson.h"
+
 static int count_result(size_t n, json_t **out, storh_err *err)
 {
-    json_t *o = json_object();
-    if (!o || json_object_set_new_nocheck(o, "count", json_integer((json_int_t)n))) {
-        json_decref(o);
-        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    }
-    *out = o;
-    return 0;
+    *out = sjson_count((long long)n);
+    return *out ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
 }
 
 int logquery_run(const logset *ls, const query *q, json_t **out, storh_err *err)
@@ -65,7 +60,7 @@ int logquery_run(const logset *ls, const query *q, json_t **out, storh_err *err)
             break;
         }
         if (query_match(q, id, data))
-            json_array_append_new(rows, json_pack("{ssso}", "id", id, "data", data));
+            json_array_append_new(rows, sjson_row(id, data));
         else
             json_decref(data);
         if (early && json_array_size(rows) >= q->limit)

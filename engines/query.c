@@ -272,7 +272,7 @@ json_t *query_result(const query *q, json_t *rows, bool cursor_ok)
         if (q->limit && n > q->limit)
             n = q->limit;
         json_decref(rows);
-        return json_pack("{sI}", "count", (json_int_t)n);
+        return sjson_count((long long)n);
     }
     query_sort(q, rows);
     while (q->limit && json_array_size(rows) > q->limit)

@@ -560,3 +560,37 @@ json_t *sjson_string_keyed(const json_t *d)
     }
     return out;
 }
+
+json_t *sjson_row(const char *id, json_t *data)
+{
+    json_t *row = data ? json_object() : NULL;
+    json_t *jid = NULL;
+    if (row) { /* ids are ASCII as a rule: that needs no UTF-8 decoding */
+        size_t n = 0;
+        unsigned char hi = 0;
+        for (; id[n]; n++)
+            hi |= (unsigned char)id[n];
+        jid = hi < 0x80 ? json_stringn_nocheck(id, n) : json_stringn(id, n);
+    }
+    /* jansson's _new setters take their value also when they fail */
+    if (!jid || json_object_set_new_nocheck(row, "id", jid)) {
+        json_decref(data);
+        json_decref(row);
+        return NULL;
+    }
+    if (json_object_set_new_nocheck(row, "data", data)) {
+        json_decref(row);
+        return NULL;
+    }
+    return row;
+}
+
+json_t *sjson_count(long long n)
+{
+    json_t *o = json_object();
+    if (o && json_object_set_new_nocheck(o, "count", json_integer((json_int_t)n))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}

@@ -60,4 +60,11 @@ json_t *sjson_string_keyed(const json_t *v);
 /* True if obj is an object and none of its top-level keys is an int key. */
 bool sjson_top_keys_ok(const json_t *obj);
 
+/* A result row {"id": id, "data": data}, built without json_pack's format
+ * parsing (a query's rows are its hot path). Steals data, also when it
+ * fails; NULL when out of memory or id is not UTF-8. */
+json_t *sjson_row(const char *id, json_t *data);
+/* {"count": n}, the same way. NULL when out of memory. */
+json_t *sjson_count(long long n);
+
 #endif

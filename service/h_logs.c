@@ -68,7 +68,7 @@ static int64_t id_ms(const char *id)
 
 static int reply_record(http_req *req, int status, const char *id, const json_t *data)
 {
-    json_t *o = json_pack("{sssO}", "id", id, "data", data);
+    json_t *o = sjson_row(id, json_incref((json_t *)data));
     return http_reply_owned(req, status, o);
 }
 
@@ -166,8 +166,7 @@ static int list_fill(void *p, buf *out, size_t max, storh_err *err)
             }
             continue;
         }
-        json_t *row = json_pack("{sssO}", "id", id, "data", data);
-        json_decref(data);
+        json_t *row = sjson_row(id, data);
         rc = row ? sjson_encode(out, row, 0, err) : storh_err_oom(err);
         json_decref(row);
         if (rc) {
