@@ -36,9 +36,6 @@ double diskpub_measure(const char *dir, double seconds, char *msg, unsigned long
             n++;
         t = now_s();
     }
-    for (long i = 0; i < n; i++)
-        if (fsx_pathf(fin, NULL, "%s/%ld.jsonc", dir, i) == 0)
-            unlink(fin);
     if (rc) {
         snprintf(msg, cap, "%s", err.msg);
         return -1;

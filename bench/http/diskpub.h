@@ -5,8 +5,9 @@
 #ifndef STORHD_TRIAL_DISKPUB_H
 #define STORHD_TRIAL_DISKPUB_H
 
-/* Publishes into dir (created, left with its files removed) for about
- * seconds; the rate in publishes per second, or -1 with msg on a failure. */
+/* Publishes into dir (created, left with its files: the caller removes it
+ * when freeing inodes no longer slows a measurement) for about seconds; the
+ * rate in publishes per second, or -1 with msg on a failure. */
 double diskpub_measure(const char *dir, double seconds, char *msg, unsigned long cap);
 
 #endif

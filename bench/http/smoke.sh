@@ -17,9 +17,14 @@ psql "$STORHD_TEST_PG" -q -f deploy/postgres/fixture.sql >/dev/null
 deploy/postgres/mint.sh keys "$out/keys" >/dev/null
 "$trial" --storhd="$storhd" --pg="$STORHD_TEST_PG" --jwt-key="$out/keys/jwt.key" \
   --jwt-pub="$out/keys/jwt.pub" --trials=3 --warmup=1 --duration=2 --sample-ms=250 \
-  --records=200 --api-arg=--rpc-cache-bytes=4194304 --fail-on-errors --out="$out/run"
-/usr/bin/jsonschema -i "$out/run/results.json" bench/http/results.schema.json
+  --records=200 --api-arg=--rpc-cache-bytes=4194304 --disk-publish=0.2 --fail-on-errors \
+  --out="$out/run"
+jsonschema -i "$out/run/results.json" bench/http/results.schema.json
 echo "results.json: valid against bench/http/results.schema.json"
+left=$(find "$out/run/work" -maxdepth 1 -name 'root-*' | wc -l)
+[ "$left" -eq 0 ] || { echo "the run left $left trial roots or disk-probe directories"; exit 1; }
+jq -e '[.scenarios[].trials[] | .disk_publish_per_s > 0] | all' "$out/run/results.json" \
+  >/dev/null || { echo "a trial has no disk-publish figure"; exit 1; }
 trials=$(jq '[.scenarios[].trials[]] | length' "$out/run/results.json")
 scenarios=$(jq '.scenarios | length' "$out/run/results.json")
 [ "$trials" -eq $((3 * scenarios)) ] || { echo "expected $((3 * scenarios)) trials, got $trials"; exit 1; }

@@ -34,6 +34,7 @@
 #include "scenario.h"
 #include "spawn.h"
 #include "tokens.h"
+#include "workdir.h"
 #include "wrkrun.h"
 
 #define MAX_API_ARGS 32
@@ -353,12 +354,6 @@ static void iso_now(char *out, size_t cap)
     strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static void remove_tree(const char *dir)
-{
-    const char *rm[] = {"rm", "-rf", dir, NULL};
-    spawn_wait(spawn_pinned(NULL, rm, NULL, NULL));
-}
-
 /* Waits up to seconds for path (/readyz: the storage root and PostgreSQL)
  * to answer 200; false if the API exited or never did. */
 static bool wait_ok(const char *base, const char *path, pid_t pid, int seconds)
@@ -417,11 +412,11 @@ static void api_argv(const run_state *st, const char *root, const char *listen, 
 static int run_trial(run_state *st, const scenario *sc, int trial, int order, char *msg, size_t cap)
 {
     const options *o = st->o;
-    char base[128], root[PATH_MAX], listen[64], log[PATH_MAX] = "", started[32];
+    char base[128], root[PATH_MAX], dp[PATH_MAX], listen[64], log[PATH_MAX] = "", started[32];
     iso_now(started, sizeof started);
     pid_t pid = 0;
     char *api_cmd = NULL;
-    snprintf(root, sizeof root, "%s/root-%d", st->work, order);
+    workdir_paths(st->work, order, root, dp, sizeof root);
     if (o->target) {
         snprintf(base, sizeof base, "%s", o->target);
     } else {
@@ -429,7 +424,7 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
         snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
         snprintf(base, sizeof base, "http://%s", listen);
         snprintf(log, sizeof log, "%s/storhd-%d.log", st->work, order);
-        remove_tree(root);
+        workdir_remove(root); /* an interrupted run's */
         mkdir(root, 0755);
         const char *argv[MAX_API_ARGS + 16];
         char port_env[32];
@@ -481,10 +476,8 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
     char *wrk_cmd = NULL;
     double disk = 0;
     if (rc == 0 && o->disk_publish_s > 0) { /* beside the root, on its filesystem */
-        char dp[PATH_MAX + 8];
-        snprintf(dp, sizeof dp, "%s-disk", root);
+        workdir_remove(dp);                 /* an interrupted run's */
         disk = diskpub_measure(dp, o->disk_publish_s, msg, cap);
-        remove_tree(dp);
         rc = disk < 0 ? -1 : 0;
     }
     if (rc == 0 && o->warmup_s > 0) {
@@ -545,7 +538,6 @@ static int run_trial(run_state *st, const scenario *sc, int trial, int order, ch
                      o->peer ? "the peer" : "storhd", st_code, log);
             rc = -1;
         }
-        remove_tree(root);
     }
     return rc;
 }
@@ -731,6 +723,7 @@ int main(int argc, char **argv)
             failed++;
         }
     }
+    workdir_remove_all(st.work, total);
     iso_now(finished, sizeof finished);
     for (int i = 0; i < nsc; i++)
         results_summarize(json_object_get(st.scenarios, list[i]->name));
