@@ -221,42 +221,64 @@ static size_t put_line_len(long i)
     return n + (size_t)w + 1 + 8 + 1;
 }
 
+/* Seconds for the puts of records at..end. */
+static double put_round(seglog *s, char (*ids)[UUID7_LEN + 1], long at, long end)
+{
+    storh_err err;
+    double t = harness_now();
+    for (long i = at; i < end; i++) {
+        json_t *d = harness_record(i);
+        char id[UUID7_LEN + 1];
+        if (seglog_put(s, ids[i], d, id, &err))
+            harness_die("log put", &err);
+        json_decref(d);
+    }
+    return harness_now() - t;
+}
+
+/* Seconds to append and fsync, one by one, as many bytes as the puts of
+ * records at..end append (at most 64 of them). */
+static double limit_round(int fd, long at, long end)
+{
+    static char line[4096];
+    size_t len[64];
+    memset(line, 'l', sizeof line);
+    if (end - at > 64)
+        harness_die("log limit round", NULL);
+    for (long i = at; i < end; i++)
+        len[i - at] = put_line_len(i);
+    double t = harness_now();
+    for (long i = at; i < end; i++)
+        if (write(fd, line, len[i - at]) != (ssize_t)len[i - at] || fsync(fd))
+            harness_die("log limit append", NULL);
+    return harness_now() - t;
+}
+
 /* log.put and its limit, interleaved: every ROUND puts, the same number of
- * appends of their lines' sizes and fsyncs to a plain file, so that both
- * figures are of one disk moment (the disk's rate moves 2-4x within a run;
- * a limit measured in another suite minutes away is not the put's). */
+ * appends of their lines' sizes and fsyncs to a plain file, which goes
+ * first turn by turn, so that both figures are of one disk moment (the
+ * disk's rate moves 2-4x within a run; a limit measured in another suite
+ * minutes away is not the put's). */
 static void put_and_limit(const harness_opts *o, seglog *s, char (*ids)[UUID7_LEN + 1],
                           bench_result *r)
 {
     enum { ROUND = 50 };
     long n = o->dataset;
-    char path[PATH_MAX], line[4096];
-    memset(line, 'l', sizeof line);
+    char path[PATH_MAX];
     fsx_pathf(path, NULL, "%s/put-limit.log", o->work);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0)
         harness_die("log limit open", NULL);
-    storh_err err;
     double tput = 0, tlim = 0;
-    for (long at = 0; at < n; at += ROUND) {
+    for (long at = 0, k = 0; at < n; at += ROUND, k++) {
         long end = at + ROUND < n ? at + ROUND : n;
-        double t = harness_now();
-        for (long i = at; i < end; i++) {
-            json_t *d = harness_record(i);
-            char id[UUID7_LEN + 1];
-            if (seglog_put(s, ids[i], d, id, &err))
-                harness_die("log put", &err);
-            json_decref(d);
+        if (k % 2) {
+            tlim += limit_round(fd, at, end);
+            tput += put_round(s, ids, at, end);
+        } else {
+            tput += put_round(s, ids, at, end);
+            tlim += limit_round(fd, at, end);
         }
-        tput += harness_now() - t;
-        size_t len[ROUND];
-        for (long i = at; i < end; i++)
-            len[i - at] = put_line_len(i);
-        t = harness_now();
-        for (long i = at; i < end; i++)
-            if (write(fd, line, len[i - at]) != (ssize_t)len[i - at] || fsync(fd))
-                harness_die("log limit append", NULL);
-        tlim += harness_now() - t;
     }
     close(fd);
     bench_add(r, "log.put", n / tput, "appends/s", "higher", "put(), fsync after every append");
