@@ -76,7 +76,7 @@ static const cmp_row rows[] = {
     {"mirror.flush", "mirror.flush100", CLS_KERNEL, OPS_ONE, NULL,
      "both time one flush of 100 unchanged records right after a push"},
     {"doc.put", "doc.put", CLS_DURABLE, OPS_N, "limit.publish", NULL},
-    {"log.append", "log.put", CLS_DURABLE, OPS_N, "limit.append_fsync", NULL},
+    {"log.append", "log.put", CLS_DURABLE, OPS_N, "limit.log_put", NULL},
     {"queue.enqueue", "queue.enqueue", CLS_DURABLE, OPS_N, "limit.append_fsync", NULL},
     {"queue.claim", "queue.claim", CLS_DURABLE, OPS_N, "limit.append_fsync", NULL},
     {"queue.complete", "queue.complete", CLS_DURABLE, OPS_N, "limit.append_fsync", NULL},

@@ -57,6 +57,10 @@ struct recpred {
     bool n32ok;
     unsigned char n32[32];
     unsigned kbits, nbits0, nbits1;
+    /* the key's first byte in every lane (n32ok and the byte cannot follow
+     * a closing quote: first16 may look for the key) */
+    bool f16ok;
+    unsigned char c1[16];
 };
 
 typedef struct span {
@@ -258,6 +262,8 @@ static bool eq1_init(recpred *p)
         p->kbits = (1u << p->klen1) - 1;
         p->nbits0 = p->nlen >= 16 ? 0xFFFFu : (1u << p->nlen) - 1;
         p->nbits1 = p->nlen > 16 ? (1u << (p->nlen - 16)) - 1 : 0;
+        p->f16ok = p->klen1 >= 4 && !strchr("\":,}]", p->needle[1]);
+        memset(p->c1, p->needle[1], sizeof p->c1);
     }
     p->eq1 = true;
     return true;
@@ -696,22 +702,64 @@ static inline int member_verdict(const recpred *p, const char *q, const char *e)
                : RECPRED_NO;
 }
 
+/* Where eq1's key is among the members after the first (the caller tried
+ * it) that start in the 16 bytes after the object's '{'; NULL: walk the
+ * members. The first position holding an unescaped quote, the key's first
+ * byte and its colon where the key would end, with no escape and no
+ * container before it, is an opening quote outside any string (the byte
+ * after it cannot follow a closing quote: f16ok) of a member of this
+ * object. */
+static inline const char *first16(const recpred *p, const char *s, const char *e)
+{
+#if defined(__SSE2__)
+    if (!p->f16ok || e - s < (ptrdiff_t)p->klen1 + 16 || *s != '{')
+        return NULL;
+    const char *b = s + 1;
+    __m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)b);
+    __m128i c =
+        _mm_and_si128(_mm_cmpeq_epi8(v0, _mm_set1_epi8('"')),
+                      _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(b + 1)),
+                                     _mm_loadu_si128((const __m128i *)(const void *)p->c1)));
+    c = _mm_and_si128(
+        c, _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(b + p->klen1 - 1)),
+                          _mm_set1_epi8(':')));
+    unsigned cand = (unsigned)_mm_movemask_epi8(c) & ~1u; /* the caller tried the first */
+    if (!cand)
+        return NULL;
+    __m128i r = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v0, _mm_set1_epi8('\\')),
+                                          _mm_cmpeq_epi8(v0, _mm_set1_epi8('{'))),
+                             _mm_cmpeq_epi8(v0, _mm_set1_epi8('[')));
+    unsigned j = (unsigned)__builtin_ctz(cand);
+    const char *q = b + j;
+    if ((unsigned)_mm_movemask_epi8(r) & ((1u << j) - 1) || (q[-1] != ',' && q[-1] != '{'))
+        return NULL;
+    return q;
+#else
+    (void)p;
+    (void)s;
+    (void)e;
+    return NULL;
+#endif
+}
+
 /* The common filter, one field equal to one value: the first member whose
  * key is the field's decides, without collecting anything. */
 static int eq1_match(const recpred *p, const char *s, size_t len)
 {
-    const char *q = s, *e = s + len;
+    const char *q = s, *e = s + len, *at;
     if (len < 2)
         return RECPRED_UNSURE;
     if (*q == '[')
         return RECPRED_NO; /* a list: no field */
-    if (*q != '{' || e[-1] != '}')
+    if (*q != '{' || e[-1] != '}' || *++q != '"')
         return RECPRED_UNSURE;
-    q++;
-    while (q < e && *q == '"') {
-        int v = member_verdict(p, q, e);
-        if (v != NOT_THE_KEY)
-            return v;
+    int v = member_verdict(p, q, e);
+    if (v != NOT_THE_KEY)
+        return v;
+    /* the first member is not it: the others near it at once */
+    if ((at = first16(p, s, e)) && (v = member_verdict(p, at, e)) != NOT_THE_KEY)
+        return v;
+    for (;;) { /* q: a member that is not the field's */
         const char *next = skip_member16(q, e);
         if (next) {
             q = next;
@@ -724,11 +772,11 @@ static int eq1_match(const recpred *p, const char *s, size_t len)
         }
         if (*q == '}')
             return q + 1 == e ? RECPRED_NO : RECPRED_UNSURE;
-        if (*q != ',')
+        if (*q != ',' || ++q >= e || *q != '"')
             return RECPRED_UNSURE;
-        q++;
+        if ((v = member_verdict(p, q, e)) != NOT_THE_KEY)
+            return v;
     }
-    return RECPRED_UNSURE;
 }
 
 /* Every other predicate: the fields' values collected in one scan, then

@@ -493,6 +493,52 @@ TEST(long_records_every_offset)
     CHECK(decided > 3000);
 }
 
+/* One equality looks for its key among the first 16 bytes of the object
+ * before walking the members: look-alikes there (a nested member, a key of
+ * the same length and first byte, the key as a value or inside an escaped
+ * string, containers before it) decide as the tree does, and the real key
+ * right after them is still found. */
+TEST(eq_key_lookalikes_near_the_start)
+{
+    static const char *const recs[] = {
+        "{\"a\":{\"st\":\"v\"},\"st\":\"w\"}",
+        "{\"a\":{\"st\":\"v\"}}",
+        "{\"a\":[\"st\",1],\"st\":\"v\"}",
+        "{\"a\":[{\"st\":\"v\"}]}",
+        "{\"a\":\"st\",\"st\":\"v\"}",
+        "{\"a\":\"\\\"st\\\":\\\"v\\\"\",\"st\":\"w\"}",
+        "{\"a\\\\\":1,\"st\":\"v\"}",
+        "{\"sx\":\"v\",\"st\":\"v\"}",
+        "{\"sx\":\"v\",\"st\":\"w\"}",
+        "{\"sx\":\"v\",\"b\":1}",
+        "{\"st\":\"v\"}",
+        "{\"st\":\"vv\"}",
+        "{\"s\":\"v\",\"st\":\"v\"}",
+        "{\"st\":{\"st\":\"v\"}}",
+        "{\"b\":1,\"st\":\"v\"}",
+        "{\"b\":null,\"st\":\"v\"}",
+    };
+    static const char *const ops[] = {"eq", "neq"};
+    static const char *const vals[] = {"v", "w"};
+    long decided = 0;
+    for (size_t r = 0; r < sizeof recs / sizeof recs[0]; r++)
+        for (int pad = 0; pad < 2; pad++) /* short, and long enough for the lanes */
+            for (int o = 0; o < 2; o++)
+                for (int v = 0; v < 2; v++) {
+                    json_t *data = sjson_decode(recs[r], strlen(recs[r]), NULL);
+                    CHECK(data != NULL);
+                    if (pad)
+                        json_object_set_new(data, "zz", json_string("padding-padding-padding-pad"));
+                    json_t *where = json_pack("[o]", cond("st", ops[o], json_string(vals[v])));
+                    tally t = {0, 0, 0, 0};
+                    check_one(where, data, &t, true);
+                    decided += t.decided;
+                    json_decref(where);
+                    json_decref(data);
+                }
+    CHECK(decided == (long)(sizeof recs / sizeof recs[0]) * 2 * 2 * 2 * 2);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(eq_neq_scalars),
     TEST_ENTRY(eq_neq_nested),
@@ -505,5 +551,6 @@ static const test_case tests[] = {
     TEST_ENTRY(noncanonical_records),
     TEST_ENTRY(what_is_not_compiled),
     TEST_ENTRY(long_records_every_offset),
+    TEST_ENTRY(eq_key_lookalikes_near_the_start),
 };
 TEST_MAIN(tests)
