@@ -24,7 +24,7 @@ bool buf_reserve(buf *b, size_t extra)
     return true;
 }
 
-void buf_append(buf *b, const void *p, size_t n)
+void buf__append_grow(buf *b, const void *p, size_t n)
 {
     if (!buf_reserve(b, n))
         return;
@@ -39,7 +39,7 @@ void buf_appends(buf *b, const char *s)
     buf_append(b, s, strlen(s));
 }
 
-void buf_appendc(buf *b, char c)
+void buf__appendc_grow(buf *b, char c)
 {
     if (!buf_reserve(b, 1))
         return;

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct buf {
     char *data; /* always NUL-terminated when cap > 0 */
@@ -21,9 +22,33 @@ typedef struct buf {
     }
 
 bool buf_reserve(buf *b, size_t extra);
-void buf_append(buf *b, const void *p, size_t n);
+/* The out-of-line halves of buf_append and buf_appendc: they grow. */
+void buf__append_grow(buf *b, const void *p, size_t n);
+void buf__appendc_grow(buf *b, char c);
+/* Inline while the bytes fit: encoders append a few bytes at a time, and
+ * a call per append cost as much as the copy (a queue batch makes 11 a
+ * job). */
+static inline void buf_append(buf *b, const void *p, size_t n)
+{
+    if (b->oom || b->len + n >= b->cap) {
+        buf__append_grow(b, p, n);
+        return;
+    }
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+static inline void buf_appendc(buf *b, char c)
+{
+    if (b->oom || b->len + 1 >= b->cap) {
+        buf__appendc_grow(b, c);
+        return;
+    }
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+}
 void buf_appends(buf *b, const char *s);
-void buf_appendc(buf *b, char c);
 void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Decimal text of v, as printf's %lld / %llu writes it (without its
  * format parsing: these run once per encoded integer and log line). */
