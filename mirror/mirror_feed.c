@@ -1,14 +1,17 @@
 /* mirror_feed: the records of a docstore as a push takes them, read ahead
  * on a thread of its own while the push writes rows, so the record files'
  * reads overlap SQLite's inserts instead of adding to them. The reader
- * lists data/ (in id order, as the stream), and for each record either
- * knows it unchanged (its file has the state the memo holds and the row
- * holds the memo's hash: one fstatat) or reads it and makes its row
- * (mirror_rows.c). The push consumes the items in order from a ring.
- * During the walk the memo belongs to the reader and the row map is only
- * read by it (the push sets have_row.seen, a field the reader never reads).
- * Without a thread (a small listing, or one that cannot start) the same
- * steps run inline. */
+ * lists data/ (in id order, as the stream) as soon as the feed opens, so
+ * the listing overlaps the push reading the table's rows (or a rebuild
+ * emptying it); it takes no record until mirror__feed_start says the row
+ * map is complete. Then for each record it either knows it unchanged (its
+ * file has the state the memo holds and the row holds the memo's hash: one
+ * fstatat) or reads it and makes its row (mirror_rows.c). The push consumes
+ * the items in order from a ring. During the walk the memo belongs to the
+ * reader and the row map is only read by it (the push sets have_row.seen,
+ * a field the reader never reads). Every push has its reader (a listing is
+ * not known small before it is made); when the thread cannot start, the
+ * same steps run inline. */
 #include "mirror.h"
 
 #include <errno.h>
@@ -25,13 +28,16 @@
 #include "mirror_int.h"
 
 #define RING 64
-#define THREAD_MIN 256 /* records below which the reader runs inline */
 
 struct mfeed {
     const mirror *m;
     const mirror_coll *c;
     const idmap *rows;
     mmemo *memo;
+    char data[PATH_MAX]; /* data/ */
+    bool listed;         /* l, datafd and datalen are made (list_rc: how) */
+    int list_rc;
+    storh_err list_err;
     recfile_list l;
     int datafd;     /* data/, opened once: files are stated relative to it */
     size_t datalen; /* strlen of data/'s path, as the listing's paths begin */
@@ -41,8 +47,8 @@ struct mfeed {
     mfeed_item ring[RING];
     /* the thread: head = items made, tail = items the push let go (the
      * item at tail is the push's while holding) */
-    bool threaded, stop, holding;
-    bool rwait, pwait; /* the reader waits for room, the push for items */
+    bool threaded, stop, holding, go; /* go: the row map is complete */
+    bool rwait, pwait;                /* the reader waits for room, the push for items */
     unsigned long head, tail;
     pthread_t th;
     pthread_mutex_t mu;
@@ -87,11 +93,32 @@ static int known_unchanged(mfeed *f, size_t i, const have_row *have)
     return h && !memcmp(h, have->hash, 32);
 }
 
+/* Lists data/ (the reader's, or the push's without a thread). */
+static void list(mfeed *f)
+{
+    f->listed = true;
+    f->datafd = -1;
+    if (recfile_list_open(f->data, &f->l) != 0) {
+        f->list_rc = storh_err_sys(&f->list_err, errno, "Could not list records under %s", f->data);
+        return;
+    }
+    f->datalen = strlen(f->data);
+    f->datafd = f->l.n ? open(f->data, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+}
+
 /* The next item into it: a row, a record known unchanged, the end, or an
  * error (after which the walk ends). */
 static void produce(mfeed *f, mfeed_item *it)
 {
     it->rc = 0;
+    if (!f->listed)
+        list(f);
+    if (f->list_rc) {
+        it->kind = MFEED_ERR;
+        it->rc = f->list_rc;
+        it->err = f->list_err;
+        return;
+    }
     while (f->next < f->l.n) {
         size_t i = f->next++;
         const char *key = recfile_list_key(&f->l, i);
@@ -133,6 +160,11 @@ static void produce(mfeed *f, mfeed_item *it)
 static void *reader(void *p)
 {
     mfeed *f = p;
+    list(f);
+    pthread_mutex_lock(&f->mu);
+    while (!f->go && !f->stop) /* the row map is the push's until started */
+        pthread_cond_wait(&f->freed, &f->mu);
+    pthread_mutex_unlock(&f->mu);
     for (;;) {
         pthread_mutex_lock(&f->mu);
         if (f->head - f->tail >= RING) { /* full: wait until half is free */
@@ -162,29 +194,34 @@ static void *reader(void *p)
 int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const idmap *rows,
                       mmemo *memo, mfeed **out, storh_err *err)
 {
-    char data[PATH_MAX];
-    int rc = fsx_pathf(data, err, "%s/data", docstore_dir(ds));
-    if (rc)
-        return rc;
     mfeed *f = calloc(1, sizeof *f);
     if (!f)
         return storh_err_oom(err);
-    *f = (mfeed){.m = m, .c = c, .rows = rows, .memo = memo};
-    if (recfile_list_open(data, &f->l) != 0) {
-        rc = storh_err_sys(err, errno, "Could not list records under %s", data);
+    *f = (mfeed){.m = m, .c = c, .rows = rows, .memo = memo, .datafd = -1};
+    int rc = fsx_pathf(f->data, err, "%s/data", docstore_dir(ds));
+    if (rc) {
         free(f);
         return rc;
     }
-    f->datalen = strlen(data);
-    f->datafd = f->l.n ? open(data, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     if (memo)
         mmemo_walk_begin(memo);
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->made, NULL);
     pthread_cond_init(&f->freed, NULL);
-    f->threaded = f->l.n >= THREAD_MIN && pthread_create(&f->th, NULL, reader, f) == 0;
+    /* without a thread the push lists and reads inline */
+    f->threaded = pthread_create(&f->th, NULL, reader, f) == 0;
     *out = f;
     return 0;
+}
+
+void mirror__feed_start(mfeed *f)
+{
+    if (!f->threaded)
+        return;
+    pthread_mutex_lock(&f->mu);
+    f->go = true;
+    pthread_cond_signal(&f->freed);
+    pthread_mutex_unlock(&f->mu);
 }
 
 mfeed_item *mirror__feed_next(mfeed *f)
@@ -237,7 +274,7 @@ long mirror__feed_close(mfeed *f)
         mirror__row_free(&f->ring[i].r);
     if (f->datafd >= 0)
         close(f->datafd);
-    recfile_list_free(&f->l);
+    recfile_list_free(&f->l); /* empty when never listed, or on error */
     long unchanged = f->unchanged;
     free(f);
     return unchanged;

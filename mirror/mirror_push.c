@@ -207,12 +207,13 @@ static int push_one(void *p, const char *id, const json_t *data, storh_err *err)
 }
 
 /* Every record of a docstore, in id order as its stream, read ahead by
- * the feed: a record the memo and the table both know as unchanged costs
- * the reader a stat, any other comes with its row made from its bytes. */
-static int push_docs(push_ctx *x, docstore *ds, storh_err *err)
+ * the feed f (opened, its row map now complete): a record the memo and the
+ * table both know as unchanged costs the reader a stat, any other comes
+ * with its row made from its bytes. */
+static int push_docs(push_ctx *x, mfeed *f, storh_err *err)
 {
-    mfeed *f = NULL;
-    int rc = mirror__feed_open(x->m, x->c, ds, &x->rows, x->memo, &f, err);
+    int rc = 0;
+    mirror__feed_start(f);
     while (!rc) {
         mfeed_item *it = mirror__feed_next(f);
         if (it->kind == MFEED_END)
@@ -228,7 +229,6 @@ static int push_docs(push_ctx *x, docstore *ds, storh_err *err)
             rc = consider(x, it->have, err);
         }
     }
-    x->unchanged += mirror__feed_close(f);
     return rc;
 }
 
@@ -369,6 +369,11 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     buf_printf(&x.del, "DELETE FROM \"%s\" WHERE \"id\" = %s", c->table,
                mirror__is_pg(m) ? "$1" : "?");
+    /* the records are listed (under the write lock, as before) while the
+     * table's rows are read or emptied */
+    mfeed *feed = NULL;
+    if (!rc && src->ds)
+        rc = mirror__feed_open(m, c, src->ds, &x.rows, x.memo, &feed, err);
     char sel[256];
     if (rebuild) {
         snprintf(sel, sizeof sel, "DELETE FROM \"%s\"", c->table);
@@ -380,7 +385,8 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
             storh_err_oom(err);
     }
     if (!rc)
-        rc = src->ds ? push_docs(&x, src->ds, err) : mirror__each_record(src, push_one, &x, err);
+        rc = feed ? push_docs(&x, feed, err) : mirror__each_record(src, push_one, &x, err);
+    x.unchanged += mirror__feed_close(feed);
     if (!rc)
         rc = flush_inserts(&x, err);
     long deleted = 0;

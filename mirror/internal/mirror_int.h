@@ -84,10 +84,14 @@ void mirror__add_total(json_t *totals, const char *k, long v);
 /* The mirror's memo of c's record files (mmemo.h); NULL for a log. */
 struct mmemo *mirror__memo(mirror *m, const mirror_coll *c);
 
-/* mirror_feed.c: the records of ds in id order, read ahead. rows (id ->
- * have_row) is only read, memo (NULL: none) is the feed's until closed. */
+/* mirror_feed.c: the records of ds in id order, read ahead. Opening
+ * starts the listing; rows (id -> have_row) is only read, and only after
+ * mirror__feed_start (until then the caller fills it); memo (NULL: none)
+ * is the feed's until closed. */
 int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const idmap *rows,
                       struct mmemo *memo, mfeed **out, storh_err *err);
+/* rows is complete: the reader may take records. */
+void mirror__feed_start(mfeed *f);
 /* The next item, the push's until the next call (the end repeats). A
  * record known unchanged is no item: the feed marks its row seen. */
 mfeed_item *mirror__feed_next(mfeed *f);
