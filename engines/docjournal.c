@@ -17,6 +17,7 @@
 #include "fault.h"
 #include "fsx.h"
 #include "idmap.h"
+#include "sjson.h"
 
 struct docjournal {
     char coll[PATH_MAX];
@@ -239,62 +240,119 @@ static int stat_final(docjournal *j, const char *final, struct stat *st)
     return errno == ENOENT ? -1 : stat(final, st);
 }
 
-int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
-                      storh_err *err)
+/* The commit record's temp file, written in pieces of up to JW_PIECE. */
+#define JW_PIECE (64 * 1024)
+
+typedef struct jwriter {
+    int fd;
+    buf b;
+    char tmp[PATH_MAX];
+} jwriter;
+
+static int jw_flush(jwriter *w, bool all, storh_err *err)
+{
+    if (buf_failed(&w->b))
+        return storh_err_oom(err);
+    if (!all && w->b.len < JW_PIECE)
+        return 0;
+    size_t off = 0;
+    while (off < w->b.len) {
+        ssize_t k = write(w->fd, w->b.data + off, w->b.len - off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return storh_err_sys(err, errno, "Could not write bulk journal %s", w->tmp);
+        off += (size_t)k;
+    }
+    w->b.len = 0;
+    return 0;
+}
+
+static void jw_int(buf *b, long long v)
+{
+    char t[24];
+    int k = snprintf(t, sizeof t, "%lld", v);
+    buf_append(b, t, (size_t)k);
+}
+
+/* Row i's entry [final relative to the collection, pre, staged inode]:
+ * pre is what the record path holds when the renames begin (the file an
+ * earlier row of this bulk puts there, or the one on disk now, as [inode,
+ * mtime ns]) or null. */
+static int jw_row(docjournal *j, jwriter *w, idmap *last, size_t i, const char *id,
+                  const char *final, storh_err *err)
 {
     size_t cl = strlen(j->coll);
-    json_t *rows = json_array();
-    idmap last; /* id -> 1 + the latest row of this bulk that writes it */
-    int rc = rows && idmap_init(&last, sizeof(size_t)) == 0
-                 ? 0
-                 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    if (rc) {
-        json_decref(rows);
-        return rc;
+    struct stat sst, tst;
+    if (stat_row(j, i, id, &sst) != 0) {
+        char staged[PATH_MAX];
+        int e = errno;
+        int rc = docjournal_row_path(j, i, id, staged, err);
+        return rc ? rc : storh_err_sys(err, e, "Could not stat staged row %s", staged);
     }
+    bool fresh = false;
+    size_t *prev = idmap_put(last, id, &fresh);
+    if (!prev)
+        return storh_err_oom(err);
+    bool pre = (!fresh && stat_row(j, *prev - 1, id, &tst) == 0) ||
+               (fresh && stat_final(j, final, &tst) == 0);
+    *prev = i + 1;
+    if (strncmp(final, j->coll, cl) != 0 || final[cl] != '/')
+        return storh_err_set(err, STORH_EINVAL, "Record path outside the collection.");
+    buf_append(&w->b, i ? ",[" : "[", i ? 2 : 1);
+    sjson_encode_string(&w->b, final + cl + 1, strlen(final + cl + 1));
+    if (pre) {
+        buf_append(&w->b, ",[", 2);
+        jw_int(&w->b, (long long)tst.st_ino);
+        buf_append(&w->b, ",", 1);
+        jw_int(&w->b, (long long)mtime_ns(&tst));
+        buf_append(&w->b, "],", 2);
+    } else {
+        buf_append(&w->b, ",null,", 6);
+    }
+    jw_int(&w->b, (long long)sst.st_ino);
+    buf_append(&w->b, "]", 1);
+    return jw_flush(w, false, err);
+}
+
+int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, storh_err *err)
+{
+    char path[PATH_MAX], hex[13];
+    jwriter w = {.fd = -1, .b = BUF_INIT};
+    idmap last; /* id -> 1 + the latest row of this bulk that writes it */
+    if (idmap_init(&last, sizeof(size_t)) != 0)
+        return storh_err_oom(err);
+    int rc = fsx_pathf(path, err, "%s.journal.jsonc", j->base);
+    if (!rc)
+        rc = fsx_random_hex(hex, 6, err);
+    char dir[PATH_MAX];
+    fsx_dirname(j->base, dir, sizeof dir);
+    if (!rc) /* fsx_publish's temp name */
+        rc = fsx_pathf(w.tmp, err, "%s/.%s.journal.jsonc.%s.tmp", dir, j->name, hex);
+    if (!rc && (w.fd = open(w.tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) < 0)
+        rc = storh_err_sys(err, errno, "Could not create bulk journal %s", w.tmp);
+    if (!rc)
+        buf_append(&w.b, "{\"rows\":[", 9);
     for (size_t i = 0; !rc && i < n; i++) {
-        struct stat sst, tst;
-        if (stat_row(j, i, ids[i], &sst) != 0) {
-            char staged[PATH_MAX];
-            int e = errno;
-            if (!(rc = docjournal_row_path(j, i, ids[i], staged, err)))
-                rc = storh_err_sys(err, e, "Could not stat staged row %s", staged);
-            break;
-        }
-        /* what the record path holds when the renames begin: the file an
-         * earlier row of this bulk puts there, or the one on disk now */
-        bool fresh = false;
-        size_t *prev = idmap_put(&last, ids[i], &fresh);
-        if (!prev) {
-            rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-            break;
-        }
-        json_t *pre = json_null();
-        if (!fresh && stat_row(j, *prev - 1, ids[i], &tst) == 0)
-            pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
-        else if (fresh && stat_final(j, finals[i], &tst) == 0)
-            pre = json_pack("[II]", (json_int_t)tst.st_ino, (json_int_t)mtime_ns(&tst));
-        *prev = i + 1;
-        if (strncmp(finals[i], j->coll, cl) != 0 || finals[i][cl] != '/')
-            rc = storh_err_set(err, STORH_EINVAL, "Record path outside the collection.");
-        if (!rc && json_array_append_new(rows, json_pack("[soI]", finals[i] + cl + 1, pre,
-                                                         (json_int_t)sst.st_ino)) != 0)
-            rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        const char *id;
+        char final[PATH_MAX];
+        row(ctx, i, &id, final);
+        rc = jw_row(j, &w, &last, i, id, final, err);
     }
     idmap_free(&last);
-    json_t *doc = rc ? NULL : json_pack("{so}", "rows", rows);
-    if (rc)
-        json_decref(rows);
-    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
-    if (!rc && !text)
-        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    char path[PATH_MAX];
+    if (!rc) {
+        buf_append(&w.b, "]}", 2);
+        rc = jw_flush(&w, true, err);
+    }
+    if (!rc && fsync(w.fd) != 0)
+        rc = storh_err_sys(err, errno, "Could not sync bulk journal %s", w.tmp);
+    if (w.fd >= 0 && close(w.fd) != 0 && !rc)
+        rc = storh_err_sys(err, errno, "Could not write bulk journal %s", w.tmp);
+    buf_free(&w.b);
     if (!rc)
-        rc = fsx_pathf(path, err, "%s.journal.jsonc", j->base);
-    if (!rc)
-        rc = fsx_publish(path, text, strlen(text), err);
-    free(text);
+        rc = fsx_rename(w.tmp, path, true, err);
+    if (rc && w.fd >= 0)
+        unlink(w.tmp);
     if (!rc)
         fault_point("docstore.bulk.committed");
     return rc;

@@ -32,11 +32,14 @@ int docjournal_begin(const char *coll, const char *identity, unsigned long n, do
  * directory named like the record's shard, which keeps directories small
  * (file creation slows down in one large directory). */
 int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out, storh_err *err);
-/* The commit record for rows 0..n-1 of record ids[i] at paths finals[i]
- * (every staged file durable already). After it returns 0 the bulk is
- * committed. */
-int docjournal_commit(docjournal *j, const char *const *finals, const char *const *ids, size_t n,
-                      storh_err *err);
+/* What the commit record needs of row i: its record's id and its record
+ * path (into final, PATH_MAX). */
+typedef void (*docjournal_row_fn)(void *ctx, size_t i, const char **id, char *final);
+/* The commit record for rows 0..n-1, each described by row(ctx, i) (every
+ * staged file durable already), written to its file as it is encoded, so
+ * it holds a bounded piece of itself in memory whatever n is. After it
+ * returns 0 the bulk is committed. */
+int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, storh_err *err);
 /* Row i of record id staged: its file created and written (not synced:
  * the commit's syncfs does that), through a descriptor on the rows
  * directory kept by j, its shard directory made when it is missing. */

@@ -380,30 +380,18 @@ static int check_unique(docstore_stage *st, storh_err *err)
     return 0;
 }
 
+static void commit_row(void *ctx, size_t i, const char **id, char *final)
+{
+    docstore_stage *st = ctx;
+    *id = st->rows[i].id;
+    docstore_record_path(st->ds, st->rows[i].id, final);
+}
+
 /* Under the lock, every staged row durable: the bulk's commit record. A
  * failure after it leaves the stage for the next open to finish. */
 static int commit_record(docstore_stage *st, storh_err *err)
 {
-    /* the record paths, for the commit record only */
-    char path[PATH_MAX];
-    docstore_record_path(st->ds, st->rows[0].id, path);
-    size_t plen = strlen(path) + 1;
-    const char **finals = malloc(2 * st->n * sizeof *finals);
-    char *paths = malloc(st->n * plen);
-    if (!finals || !paths) {
-        free(finals);
-        free(paths);
-        return storh_err_oom(err);
-    }
-    const char **ids = finals + st->n;
-    for (size_t i = 0; i < st->n; i++) {
-        docstore_record_path(st->ds, st->rows[i].id, paths + i * plen);
-        finals[i] = paths + i * plen;
-        ids[i] = st->rows[i].id;
-    }
-    int rc = docjournal_commit(st->j, finals, ids, st->n, err);
-    free(finals);
-    free(paths);
+    int rc = docjournal_commit(st->j, st->n, commit_row, st, err);
     st->keep = rc == 0;
     return rc;
 }
