@@ -126,11 +126,19 @@ void suite_doc(const harness_opts *o, bench_result *r)
                      "{\"field\":\"publishedAt\",\"range\":true}]}";
     json_t *defs = sjson_decode(dj, strlen(dj), NULL);
     json_t *out;
+    /* as storh's bench: the first 100 records deleted (untimed), then the
+     * build over the N-100 left */
+    long dels = n < 100 ? n : 100;
+    bool existed;
+    for (long i = 0; i < dels; i++)
+        if (docstore_delete(ds, ids[i], &existed, &err))
+            harness_die("delete", &err);
     t = harness_now();
     if (docstore_define_indexes(ds, defs, true, &out, &err))
         harness_die("indexes", &err);
-    bench_add(r, "doc.index_build", n / (harness_now() - t), "records/s", "higher",
-              "index build, 2 equality + 1 range field");
+    double built = harness_now() - t;
+    bench_add(r, "doc.index_build", n > dels ? (double)(n - dels) / built : 0, "records/s",
+              "higher", "index build over the N-100 records left, 2 equality + 1 range field");
     json_decref(out);
     json_decref(defs);
 
