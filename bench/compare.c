@@ -34,7 +34,7 @@ static const cmp_row rows[] = {
      "trees)"},
     {"filter.record_range", "filter.record_range", CLS_CPU, OPS_N, NULL, NULL},
     {"filter.condition_equal", "filter.condition_equal", CLS_CPU, OPS_N, NULL, NULL},
-    {"doc.index_build", "doc.index_build", CLS_CPU, OPS_N_LESS100, "limit.index_publish",
+    {"doc.index_build", "doc.index_build", CLS_CPU, OPS_N_LESS100, "limit.index_io",
      "both build over the N-100 records left after deleting the first 100"},
     {"doc.indexed", "doc.query_eq_limit100", CLS_CPU, OPS_ONE, NULL,
      "storh times one call, storhd the mean of 50"},

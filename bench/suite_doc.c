@@ -99,17 +99,21 @@ static void collect_files(const char *root, const char *rel, ixfiles *fs)
     closedir(d);
 }
 
-/* What no index build can beat: its output (the files the build left, the
- * same count and bytes) published as it publishes them (mkdirs, then temp,
- * write, fsync, rename, directory fsync per file), into a scratch tree.
- * Seconds. */
-static double index_publish_seconds(const harness_opts *o, const char *coll)
+/* What no index build can beat, the kernel work it needs: every shard
+ * listed and each record file stated (a scan's cache validation, as storh's
+ * stat), then its output (the files the build left, the same count and
+ * bytes) published as it publishes them (mkdirs, then temp, write, fsync,
+ * rename, directory fsync per file), into a scratch tree. Seconds. */
+static double index_io_seconds(const harness_opts *o, const char *coll)
 {
-    char root[PATH_MAX], to[PATH_MAX];
+    char root[PATH_MAX], to[PATH_MAX], data[PATH_MAX];
     fsx_pathf(root, NULL, "%s/%s/.storh/indexes", o->work, coll);
     fsx_pathf(to, NULL, "%s/limit-indexes", o->work);
+    fsx_pathf(data, NULL, "%s/%s/data", o->work, coll);
     ixfiles fs = {0};
     collect_files(root, "", &fs);
+    long stated;
+    double scan = suite_stat_scan(data, &stated);
     double t = harness_now();
     for (size_t i = 0; i < fs.n; i++) {
         char p[PATH_MAX], dir[PATH_MAX];
@@ -119,7 +123,7 @@ static double index_publish_seconds(const harness_opts *o, const char *coll)
             fsx_publish(p, fs.f[i].bytes.data, fs.f[i].bytes.len, NULL))
             harness_die("index publish", NULL);
     }
-    t = harness_now() - t;
+    t = harness_now() - t + scan;
     for (size_t i = 0; i < fs.n; i++)
         buf_free(&fs.f[i].bytes);
     free(fs.f);
@@ -218,11 +222,10 @@ void suite_doc(const harness_opts *o, bench_result *r)
     double built = harness_now() - t;
     bench_add(r, "doc.index_build", n > dels ? (double)(n - dels) / built : 0, "records/s",
               "higher", "index build over the N-100 records left, 2 equality + 1 range field");
-    double limit = index_publish_seconds(o, "docs");
-    bench_add(r, "limit.index_publish", n > dels ? (double)(n - dels) / limit : 0, "records/s",
-              "higher",
-              "the index build's files (same count and bytes) published durably, per record "
-              "built");
+    double limit = index_io_seconds(o, "docs");
+    bench_add(r, "limit.index_io", n > dels ? (double)(n - dels) / limit : 0, "records/s", "higher",
+              "limit: every shard listed and each record file stated, then the build's files "
+              "(same count and bytes) published durably; per record built");
     json_decref(out);
     json_decref(defs);
 
