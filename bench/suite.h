@@ -8,6 +8,9 @@
 #include "metrics.h"
 
 void suite_limits(const harness_opts *o, bench_result *r);
+/* Every shard of a data directory listed and one fstatat of each record
+ * file relative to its shard (nothing read): seconds; *n the files. */
+double suite_stat_scan(const char *data, long *n);
 void suite_doc(const harness_opts *o, bench_result *r);
 void suite_cache(const harness_opts *o, bench_result *r);
 void suite_docgroup(const harness_opts *o, bench_result *r);

@@ -130,7 +130,7 @@ static double read_records(const files *f)
 /* What a push of unchanged records cannot avoid: every shard listed, and
  * one fstatat of each record file relative to its shard (nothing read).
  * Returns the seconds it took; *n the files stated. */
-static double stat_scan(const char *data, long *n)
+double suite_stat_scan(const char *data, long *n)
 {
     *n = 0;
     double t = harness_now();
@@ -291,7 +291,7 @@ void suite_limits(const harness_opts *o, bench_result *r)
     double tstats[5];
     long ns = 0;
     for (int i = 0; i < 5; i++)
-        tstats[i] = stat_scan(data, &ns);
+        tstats[i] = suite_stat_scan(data, &ns);
     bench_add(r, "limit.stat_scan", ns / harness_median(tstats, 5), "records/s", "higher",
               "limit: readdir of every shard and one fstatat of each record file (median of 5)");
     bench_add(r, "limit.stat", stat_records(&f) * 1e6, "µs", "lower",

@@ -21,11 +21,16 @@ static const char hexdig[] = "0123456789abcdef";
 
 static void hex_append(buf *out, const char *s, size_t n)
 {
+    if (!buf_reserve(out, 2 * n))
+        return;
+    char *p = out->data + out->len;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        buf_appendc(out, hexdig[c >> 4]);
-        buf_appendc(out, hexdig[c & 0xf]);
+        p[2 * i] = hexdig[c >> 4];
+        p[2 * i + 1] = hexdig[c & 0xf];
     }
+    out->len += 2 * n;
+    out->data[out->len] = '\0';
 }
 
 static void xxh128_append(buf *out, const char *s, size_t n)
@@ -57,11 +62,13 @@ void docindex_value_key(const json_t *v, buf *out)
 {
     char tmp[48];
     switch (json_typeof(v)) {
-    case JSON_INTEGER:
-        buf_appends(out, "i-");
-        snprintf(tmp, sizeof tmp, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        mangle_append(out, tmp);
+    case JSON_INTEGER: {
+        /* "%lld" with '-' mangled to 'm' */
+        json_int_t i = json_integer_value(v);
+        buf_appends(out, i < 0 ? "i-m" : "i-");
+        buf_append_u64(out, i < 0 ? 0 - (unsigned long long)i : (unsigned long long)i);
         break;
+    }
     case JSON_STRING:
         buf_appends(out, "s-");
         if (json_string_length(v) <= SHORT_STRING)
@@ -91,9 +98,18 @@ void docindex_range_key(const json_t *v, buf *out)
     switch (json_typeof(v)) {
     case JSON_INTEGER:
         if (json_integer_value(v) >= 0) {
-            snprintf(tmp, sizeof tmp, "n-%017" JSON_INTEGER_FORMAT "d000000",
-                     json_integer_value(v));
-            buf_appends(out, tmp);
+            /* "n-%017lldd000000" (the mangled "%024.6f"), without printf */
+            unsigned long long u = (unsigned long long)json_integer_value(v);
+            char *e = tmp + 64, *p = e;
+            do {
+                *--p = (char)('0' + u % 10);
+                u /= 10;
+            } while (u);
+            while (e - p < 17)
+                *--p = '0';
+            buf_appends(out, "n-");
+            buf_append(out, p, (size_t)(e - p));
+            buf_append(out, "d000000", 7);
             break;
         }
         /* fall through - negative ints use the float layout */
@@ -123,13 +139,34 @@ void docindex_range_key(const json_t *v, buf *out)
 
 void docindex_compound_key(const json_t *a, const json_t *b, buf *out)
 {
-    buf k = BUF_INIT;
-    docindex_value_key(a, &k);
-    buf_appendc(&k, '\0');
-    docindex_value_key(b, &k);
+    buf ka = BUF_INIT, kb = BUF_INIT;
+    docindex_value_key(a, &ka);
+    docindex_value_key(b, &kb);
+    docindex_compound_key_of(ka.data, ka.len, kb.data, kb.len, out);
+    buf_free(&ka);
+    buf_free(&kb);
+}
+
+void docindex_compound_key_of(const char *ka, size_t la, const char *kb, size_t lb, buf *out)
+{
+    /* the hash of "ka NUL kb", joined on the stack when it fits */
+    char tmp[256];
+    buf big = BUF_INIT;
+    const char *k = tmp;
+    size_t n = la + 1 + lb;
+    if (n <= sizeof tmp) {
+        memcpy(tmp, ka, la);
+        tmp[la] = '\0';
+        memcpy(tmp + la + 1, kb, lb);
+    } else {
+        buf_append(&big, ka, la);
+        buf_appendc(&big, '\0');
+        buf_append(&big, kb, lb);
+        k = big.data;
+    }
     buf_appends(out, "c-");
-    xxh128_append(out, k.data, k.len);
-    buf_free(&k);
+    xxh128_append(out, k, n);
+    buf_free(&big);
 }
 
 /* ---------- definitions ---------- */

@@ -52,6 +52,8 @@ bool docindex_indexable(const json_t *v);
 void docindex_value_key(const json_t *v, buf *out);
 void docindex_range_key(const json_t *v, buf *out);
 void docindex_compound_key(const json_t *a, const json_t *b, buf *out);
+/* The compound key of two value keys (docindex_value_key's bytes). */
+void docindex_compound_key_of(const char *ka, size_t la, const char *kb, size_t lb, buf *out);
 /* Sorts an array of id strings in byte order and drops duplicates. */
 void docindex_sort_ids(json_t *ids);
 /* PHP's sprintf('%.17G') (exposed for tests). */

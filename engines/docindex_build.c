@@ -25,6 +25,11 @@ struct docindex_build {
     rline **range;    /* per definition: lines */
     size_t *nrange, *caprange;
     size_t entries;
+    /* reused by every record (no heap buffer per key): the value keys of
+     * the record's plain fields, one per definition, and scratch */
+    buf *vk;
+    buf rk, s;
+    char **pairs; /* [i * n + j]: "l\tr" of two plain fields, or NULL */
 };
 
 int docindex_build_begin(docindex *ix, docindex_build **out, storh_err *err)
@@ -38,7 +43,26 @@ int docindex_build_begin(docindex *ix, docindex_build **out, storh_err *err)
     b->range = calloc(ix->n + 1, sizeof *b->range);
     b->nrange = calloc(ix->n + 1, sizeof *b->nrange);
     b->caprange = calloc(ix->n + 1, sizeof *b->caprange);
+    b->vk = calloc(ix->n + 1, sizeof *b->vk);
+    b->pairs = calloc(ix->n * ix->n + 1, sizeof *b->pairs);
+    bool ok = b->eq && b->compound && b->range && b->nrange && b->caprange && b->vk && b->pairs;
+    for (size_t i = 0; ok && i < ix->n; i++)
+        for (size_t j = i + 1; ok && j < ix->n; j++) {
+            if (!docindex_is_plain(&ix->defs[i]) || !docindex_is_plain(&ix->defs[j]))
+                continue;
+            buf pair = BUF_INIT;
+            buf_appends(&pair, ix->defs[i].field);
+            buf_appendc(&pair, '\t');
+            buf_appends(&pair, ix->defs[j].field);
+            ok = !buf_failed(&pair);
+            b->pairs[i * ix->n + j] = pair.data;
+        }
     *out = b;
+    if (!ok) {
+        docindex_build_abort(b);
+        *out = NULL;
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
     return 0;
 }
 
@@ -55,7 +79,40 @@ static void bucket_add(json_t *map, const char *group, const char *key, const js
         e = json_pack("{sOs[]}", "value", value ? (json_t *)value : json_null(), "ids");
         json_object_set_new(g, key, e);
     }
-    json_array_append_new(json_object_get(e, "ids"), json_string(id));
+    /* ids come from record names (UUIDv7 text, ASCII): no UTF-8 check */
+    json_array_append_new(json_object_get(e, "ids"), json_stringn_nocheck(id, strlen(id)));
+}
+
+static int range_add(docindex_build *b, size_t i, const char *id, const json_t *v, storh_err *err)
+{
+    /* the sort line "rk TAB vk TAB line", built in one reused buffer */
+    buf *s = &b->s;
+    buf_reset(&b->rk);
+    docindex_range_key(v, &b->rk);
+    buf_reset(s);
+    buf_append(s, b->rk.data, b->rk.len);
+    buf_appendc(s, '\t');
+    docindex_value_key(v, s);
+    buf_appendc(s, '\t');
+    docindex_range_line(s, b->rk.data, v, id, NULL);
+    if (buf_failed(&b->rk) || buf_failed(s))
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    s->len--; /* without its LF */
+    if (b->nrange[i] == b->caprange[i]) {
+        size_t cap = b->caprange[i] ? b->caprange[i] * 2 : 256;
+        rline *n = realloc(b->range[i], cap * sizeof *n);
+        if (!n)
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        b->range[i] = n;
+        b->caprange[i] = cap;
+    }
+    char *line = malloc(s->len + 1);
+    if (!line)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    memcpy(line, s->data, s->len);
+    line[s->len] = '\0';
+    b->range[i][b->nrange[i]++].sort = line;
+    return 0;
 }
 
 int docindex_build_add(docindex_build *b, const char *id, const json_t *data, storh_err *err)
@@ -64,55 +121,46 @@ int docindex_build_add(docindex_build *b, const char *id, const json_t *data, st
     b->entries++;
     if (!json_is_object(data))
         return 0;
-    for (size_t i = 0; i < ix->n; i++) {
+    /* each field's value read once; plain fields' keys built once (the
+     * compound keys are made of them) */
+    json_t *vals[64];
+    json_t **v = ix->n <= 64 ? vals : malloc(ix->n * sizeof *v);
+    if (!v)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    int rc = 0;
+    for (size_t i = 0; !rc && i < ix->n; i++) {
         const idxdef *d = &ix->defs[i];
-        json_t *v = json_object_get(data, d->field);
-        if (!docindex_indexable(v))
-            continue;
-        buf k = BUF_INIT;
-        if (d->range) {
-            buf vk = BUF_INIT, line = BUF_INIT;
-            docindex_range_key(v, &k);
-            docindex_value_key(v, &vk);
-            docindex_range_line(&line, k.data, v, id, NULL);
-            buf s = BUF_INIT;
-            buf_append(&s, k.data, k.len);
-            buf_appendc(&s, '\t');
-            buf_append(&s, vk.data, vk.len);
-            buf_appendc(&s, '\t');
-            buf_append(&s, line.data, line.len - 1); /* without its LF */
-            if (b->nrange[i] == b->caprange[i]) {
-                size_t cap = b->caprange[i] ? b->caprange[i] * 2 : 256;
-                rline *n = realloc(b->range[i], cap * sizeof *n);
-                if (!n)
-                    return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-                b->range[i] = n;
-                b->caprange[i] = cap;
-            }
-            b->range[i][b->nrange[i]++].sort = s.data;
-            buf_free(&vk);
-            buf_free(&line);
-        } else {
-            docindex_value_key(v, &k);
-            bucket_add(b->eq, d->field, k.data, v, id);
-            for (size_t j = i + 1; docindex_is_plain(d) && j < ix->n; j++) {
-                const idxdef *d2 = &ix->defs[j];
-                json_t *v2 = json_object_get(data, d2->field);
-                if (!docindex_is_plain(d2) || !docindex_indexable(v2))
-                    continue;
-                buf ck = BUF_INIT, pair = BUF_INIT;
-                docindex_compound_key(v, v2, &ck);
-                buf_appends(&pair, d->field);
-                buf_appendc(&pair, '\t');
-                buf_appends(&pair, d2->field);
-                bucket_add(b->compound, pair.data, ck.data, NULL, id);
-                buf_free(&ck);
-                buf_free(&pair);
-            }
+        v[i] = json_object_get(data, d->field);
+        if (!docindex_indexable(v[i]))
+            v[i] = NULL;
+        else if (d->range)
+            rc = range_add(b, i, id, v[i], err);
+        else {
+            buf_reset(&b->vk[i]);
+            docindex_value_key(v[i], &b->vk[i]);
+            if (buf_failed(&b->vk[i]))
+                rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            else
+                bucket_add(b->eq, d->field, b->vk[i].data, v[i], id);
         }
-        buf_free(&k);
     }
-    return 0;
+    for (size_t i = 0; !rc && i < ix->n; i++)
+        for (size_t j = i + 1; v[i] && j < ix->n; j++) {
+            const char *pair = b->pairs[i * ix->n + j];
+            if (!pair || !v[j])
+                continue;
+            buf_reset(&b->s);
+            docindex_compound_key_of(b->vk[i].data, b->vk[i].len, b->vk[j].data, b->vk[j].len,
+                                     &b->s);
+            if (buf_failed(&b->s)) {
+                rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+                break;
+            }
+            bucket_add(b->compound, pair, b->s.data, NULL, id);
+        }
+    if (v != vals)
+        free(v);
+    return rc;
 }
 
 void docindex_build_abort(docindex_build *b)
@@ -121,11 +169,19 @@ void docindex_build_abort(docindex_build *b)
         return;
     json_decref(b->eq);
     json_decref(b->compound);
-    for (size_t i = 0; i < b->ix->n; i++) {
+    for (size_t i = 0; b->range && b->nrange && i < b->ix->n; i++) {
         for (size_t k = 0; k < b->nrange[i]; k++)
             free(b->range[i][k].sort);
         free(b->range[i]);
     }
+    for (size_t i = 0; b->vk && i < b->ix->n; i++)
+        buf_free(&b->vk[i]);
+    for (size_t i = 0; b->pairs && i < b->ix->n * b->ix->n; i++)
+        free(b->pairs[i]);
+    free(b->vk);
+    free(b->pairs);
+    buf_free(&b->rk);
+    buf_free(&b->s);
     free(b->range);
     free(b->nrange);
     free(b->caprange);

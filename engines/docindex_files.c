@@ -113,6 +113,13 @@ void docindex_sort_ids(json_t *ids)
     size_t n = json_array_size(ids);
     if (n < 2)
         return;
+    /* ids gathered in order (a build's scan) are sorted already: one pass */
+    size_t k = 1;
+    while (k < n && strcmp(json_string_value(json_array_get(ids, k - 1)),
+                           json_string_value(json_array_get(ids, k))) < 0)
+        k++;
+    if (k == n)
+        return;
     json_t **v = malloc(n * sizeof *v);
     if (!v)
         return;
