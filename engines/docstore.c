@@ -141,6 +141,7 @@ int docstore_set_cache(docstore *ds, int mode, size_t max_entries, size_t max_by
     rcache *c = rcache_new((rcache_mode)mode, max_entries, max_bytes);
     if (!c)
         return storh_err_oom(err);
+    rcache_watch(c, ds->dir);
     rcache_free(ds->cache);
     ds->cache = c;
     return 0;

@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "fsx.h"
+#include "fwatch.h"
 #include "idmap.h"
 #include "reccanon.h"
 #include "xxhash.h"
@@ -31,6 +32,7 @@ typedef struct node {
     json_t *data;      /* decoded; NULL until a reader wants it from blob */
     rcache_blob *blob; /* the canonical bytes (a write's, or a reader's encoding) */
     file_state st;     /* of the file the data came from */
+    uint32_t fresh;    /* the watch epoch it was validated at; 0: stat at the next hit */
     XXH128_hash_t hash;
     size_t bytes;
     struct node *prev, *next; /* LRU: head is the most recent */
@@ -45,9 +47,10 @@ struct rcache {
     idmap map; /* id -> node* */
     node *head, *tail;
     uint64_t hits, misses, evictions;
+    fwatch *fw; /* NULL: every hit validated by stat */
 };
 
-static _Atomic uint64_t total_hits, total_misses, total_evictions;
+static _Atomic uint64_t total_hits, total_misses, total_evictions, total_watched;
 static _Atomic int64_t total_entries, total_bytes;
 
 /* The budget over every cache: one LRU of all nodes. Lock order: a cache's
@@ -115,6 +118,17 @@ rcache *rcache_new(rcache_mode mode, size_t max_entries, size_t max_bytes)
     c->max_entries = max_entries ? max_entries : 1;
     c->max_bytes = max_bytes ? max_bytes : 1;
     return c;
+}
+
+void rcache_watch(rcache *c, const char *dir)
+{
+    if (c->mode != RCACHE_STAT)
+        return;
+    fwatch *w = fwatch_new(dir);
+    pthread_mutex_lock(&c->mu);
+    fwatch_free(c->fw);
+    c->fw = w;
+    pthread_mutex_unlock(&c->mu);
 }
 
 rcache_mode rcache_get_mode(const rcache *c)
@@ -228,6 +242,7 @@ void rcache_free(rcache *c)
     if (!c)
         return;
     rcache_clear(c);
+    fwatch_free(c->fw);
     idmap_free(&c->map);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -249,10 +264,42 @@ static bool same_file_state(const file_state *a, const file_state *b)
            a->ctim.tv_sec == b->ctim.tv_sec && a->ctim.tv_nsec == b->ctim.tv_nsec;
 }
 
-static bool still_valid(rcache *c, const node *n, const char *path)
+/* An event named id's file: its entry is stat-validated at its next hit. */
+static void stale(void *ctx, const char *id)
+{
+    node *n = find(ctx, id);
+    if (n)
+        n->fresh = 0;
+}
+
+static bool stat_valid(rcache *c, const node *n, const char *path);
+
+/* With a watch, an entry validated after its shard's watch was set up and
+ * named by no event since is fresh without a syscall but the drain's
+ * read(): the kernel queues an event inside the write or rename that makes
+ * it, so a change that returned before this hit began is seen. */
+static bool still_valid(rcache *c, node *n, const char *path)
 {
     if (c->mode == RCACHE_TRUST)
         return true;
+    if (!c->fw)
+        return stat_valid(c, n, path);
+    char id[IDMAP_KEY + 1];
+    memcpy(id, n->id, IDMAP_KEY);
+    id[IDMAP_KEY] = '\0';
+    fwatch_drain(c->fw, stale, c);
+    if (n->fresh && n->fresh == fwatch_epoch(c->fw, id)) {
+        atomic_fetch_add_explicit(&total_watched, 1, memory_order_relaxed);
+        return true;
+    }
+    uint32_t e = fwatch_arm(c->fw, id); /* the watch first, then the stat */
+    bool ok = stat_valid(c, n, path);
+    n->fresh = ok ? e : 0;
+    return ok;
+}
+
+static bool stat_valid(rcache *c, const node *n, const char *path)
+{
     struct stat st;
     bool exists = stat(path, &st) == 0;
     if (!n->data && !n->blob) /* no such record */
@@ -509,13 +556,16 @@ void rcache_forget(rcache *c, const char *id)
 void rcache_get_stats(rcache *c, rcache_stats *out)
 {
     pthread_mutex_lock(&c->mu);
-    *out = (rcache_stats){c->hits, c->misses, c->evictions, c->map.len, c->bytes};
+    *out = (rcache_stats){c->hits, c->misses, c->evictions, c->map.len, c->bytes, 0};
     pthread_mutex_unlock(&c->mu);
 }
 
 void rcache_totals(rcache_stats *out)
 {
-    *out = (rcache_stats){atomic_load(&total_hits), atomic_load(&total_misses),
-                          atomic_load(&total_evictions), (uint64_t)atomic_load(&total_entries),
-                          (uint64_t)atomic_load(&total_bytes)};
+    *out = (rcache_stats){atomic_load(&total_hits),
+                          atomic_load(&total_misses),
+                          atomic_load(&total_evictions),
+                          (uint64_t)atomic_load(&total_entries),
+                          (uint64_t)atomic_load(&total_bytes),
+                          atomic_load(&total_watched)};
 }

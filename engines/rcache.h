@@ -22,11 +22,16 @@ typedef struct rcache rcache;
 
 typedef struct rcache_stats {
     uint64_t hits, misses, evictions, entries, bytes;
+    uint64_t watched; /* validations the watch answered without a stat */
 } rcache_stats;
 
 rcache *rcache_new(rcache_mode mode, size_t max_entries, size_t max_bytes);
 void rcache_free(rcache *c);
 rcache_mode rcache_get_mode(const rcache *c);
+/* STAT mode: hits are kept fresh by a watch (fwatch.h) over the record
+ * files of the collection at dir instead of a stat each, where inotify
+ * serves; the cache owns the watch and its descriptor. */
+void rcache_watch(rcache *c, const char *dir);
 /* What a lookup found. */
 typedef enum { RCACHE_MISS, RCACHE_HIT, RCACHE_HIT_ABSENT } rcache_result;
 /* Looks id up and validates the entry against path. On RCACHE_HIT *data

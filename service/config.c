@@ -79,6 +79,10 @@ static const opt_def opts[] = {
      "claims that scope the response cache (default tenant,role)"},
     {"cache-validation", "STORHD_CACHE_VALIDATION", OPT_STR, OFF(cache_validation),
      "record cache hits checked by stat (mtime+size), hash (xxh128) or trust (default stat)"},
+    {"cache-watch", "STORHD_CACHE_WATCH", OPT_STR, OFF(cache_watch),
+     "stat-validated cache hits kept fresh by inotify (no syscall but one read per hit) or none "
+     "(a stat per hit: for network filesystems, whose other hosts' writes inotify does not "
+     "see; default inotify)"},
     {"cache-entries", "STORHD_CACHE_ENTRIES", OPT_INT, OFF(cache_entries),
      "record cache entries per collection (default 100000)"},
     {"cache-bytes", "STORHD_CACHE_BYTES", OPT_SIZE, OFF(cache_bytes),
@@ -276,6 +280,7 @@ int config_load(config *cfg, int argc, char **argv)
     cfg->log_partition = strdup("none");
     cfg->cache_validation = strdup("stat");
     cfg->doc_sync = strdup("auto");
+    cfg->cache_watch = strdup("inotify");
     cfg->jwt_leeway = 30;
     cfg->rpc_pool = 8;
     cfg->rpc_cache_ttl = 5;
@@ -349,6 +354,10 @@ int config_load(config *cfg, int argc, char **argv)
         fprintf(stderr, "storhd: --cache-validation must be stat, hash or trust\n");
         return -1;
     }
+    if (config_cache_watch(cfg) < 0) {
+        fprintf(stderr, "storhd: --cache-watch must be inotify or none\n");
+        return -1;
+    }
     if (config_doc_sync(cfg) < -1) {
         fprintf(stderr, "storhd: --doc-sync must be auto, syncfs or fsync\n");
         return -1;
@@ -378,6 +387,13 @@ int config_doc_sync(const config *cfg)
     if (!strcmp(cfg->doc_sync, "fsync"))
         return 0;
     return !strcmp(cfg->doc_sync, "syncfs") ? 1 : -2;
+}
+
+int config_cache_watch(const config *cfg)
+{
+    if (!strcmp(cfg->cache_watch, "inotify"))
+        return 1;
+    return !strcmp(cfg->cache_watch, "none") ? 0 : -1;
 }
 
 static int partition_of(const char *p, int *out)
@@ -430,6 +446,7 @@ void config_free(config *cfg)
     free(cfg->log_partition);
     free(cfg->cache_validation);
     free(cfg->doc_sync);
+    free(cfg->cache_watch);
     free(cfg->jwt_public_key);
     free(cfg->rpc_conninfo);
     free(cfg->rpc_functions);

@@ -42,6 +42,7 @@ typedef struct config {
     char *cache_validation; /* stat, hash, trust (record cache hits) */
     int cache_entries;      /* per collection; 0 turns the cache off */
     size_t cache_bytes;     /* per collection */
+    char *cache_watch;      /* inotify, none: how stat-validated cache hits stay fresh */
     char *doc_sync;         /* auto, syncfs, fsync: durability step of grouped doc writes */
     /* engines open at once; 0: derived from the descriptor limit (budget) */
     int max_open_engines;
@@ -63,6 +64,8 @@ int config_log_opts(const config *cfg, const char *name, struct seglog_opts *o, 
 int config_cache_mode(const config *cfg);
 /* doc_sync as a docgroup_sync, -1 for auto, -2 if unknown. */
 int config_doc_sync(const config *cfg);
+/* cache_watch: 1 inotify, 0 none, -1 if unknown. */
+int config_cache_watch(const config *cfg);
 /* True if listen_host is a loopback address. */
 bool config_listen_is_loopback(const config *cfg);
 

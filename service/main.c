@@ -12,6 +12,7 @@
 #include "docgroup.h"
 #include "budget.h"
 #include "fsx.h"
+#include "fwatch.h"
 #include "auth.h"
 #include "rpc.h"
 #include "h_mirror.h"
@@ -127,6 +128,7 @@ int main(int argc, char **argv)
                 svc.cfg.mirrors ? json_object_size(svc.cfg.mirrors) : 1, &svc.budget);
     svc.cfg.max_conns = svc.budget.max_conns;
     rcache_set_budget(svc.budget.cache_bytes_total);
+    fwatch_set_enabled(config_cache_watch(&svc.cfg) == 1);
     svc.reg = registry_new(svc.cfg.root, config_cache_mode(&svc.cfg), (size_t)svc.cfg.cache_entries,
                            svc.cfg.cache_bytes, svc.budget.max_open_engines);
     if (svc.reg)

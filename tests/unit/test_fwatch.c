@@ -1,0 +1,388 @@
+/* The record cache kept fresh by inotify (fwatch): what another process
+ * does to a cached record is seen at the next get, hits validated after
+ * the watch are answered without a stat, and without inotify it is the
+ * stat per hit of before. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "../tmpdir.h"
+#include "docstore.h"
+#include "fsx.h"
+#include "fwatch.h"
+#include "rcache.h"
+#include "storh_err.h"
+#include "uuid7.h"
+
+static char root[PATH_MAX];
+
+#include "../support/js.h"
+
+#define CA "018bcfe5-6800-7000-8000-2d5dba6274da"
+#define CB "018bcfe5-6801-7000-8000-2d5dba6274db" /* CA's shard (2d) */
+#define CC "018bcfe5-6802-7000-8000-c75dba6274dc" /* a shard of its own (c7) */
+
+static docstore *cached_store(const char *name)
+{
+    docstore *ds = NULL;
+    storh_err err;
+    if (docstore_open(root, name, &ds, &err) != 0) {
+        fprintf(stderr, "open: %s\n", err.msg);
+        return NULL;
+    }
+    docstore_set_cache(ds, RCACHE_STAT, 100, 1 << 20, NULL);
+    return ds;
+}
+
+static int put_t(docstore *ds, const char *id, const char *t)
+{
+    char body[128];
+    snprintf(body, sizeof body, "{\"t\":\"%s\"}", t);
+    json_t *d = js(body);
+    char out[UUID7_LEN + 1];
+    int rc = docstore_put(ds, id, d, out, NULL, NULL);
+    json_decref(d);
+    return rc;
+}
+
+typedef enum { MISS, STATTED, WATCHED } how;
+
+/* The record's "t" ("" when absent) and how the get was answered: a miss
+ * (the file read), a hit validated by stat, or a hit the watch vouched for. */
+static const char *get_t(docstore *ds, const char *id, how *h)
+{
+    static char out[64];
+    rcache_stats a, b;
+    rcache_totals(&a);
+    json_t *d = NULL;
+    out[0] = '\0';
+    if (docstore_get(ds, id, &d, NULL, NULL) == 0)
+        snprintf(out, sizeof out, "%s", json_string_value(json_object_get(d, "t")));
+    json_decref(d);
+    rcache_totals(&b);
+    if (h)
+        *h = b.misses != a.misses ? MISS : b.watched != a.watched ? WATCHED : STATTED;
+    return out;
+}
+
+static void record_file(const char *coll, const char *id, char *p)
+{
+    snprintf(p, PATH_MAX, "%s/%s/data/%c%c/%s.jsonc", root, coll, id[24], id[25], id);
+}
+
+static void write_file(const char *p, const char *id, const char *t)
+{
+    FILE *f = fopen(p, "w");
+    fprintf(f, "{\"id\":\"%s\",\"data\":{\"t\":\"%s\"}}\n", id, t);
+    fclose(f);
+}
+
+/* Another writer publishes as storh does: a temp, then a rename over. */
+static void publish_by_rename(const char *coll, const char *id, const char *t)
+{
+    char p[PATH_MAX], tmp[PATH_MAX + 8];
+    record_file(coll, id, p);
+    snprintf(tmp, sizeof tmp, "%s.x.tmp", p);
+    write_file(tmp, id, t);
+    rename(tmp, p);
+}
+
+/* Another writer rewrites the file in place, same size, same mtime. */
+static void rewrite_in_place(const char *coll, const char *id, const char *t)
+{
+    char p[PATH_MAX];
+    record_file(coll, id, p);
+    struct stat st;
+    stat(p, &st);
+    write_file(p, id, t);
+    struct timespec ts[2] = {st.st_atim, st.st_mtim};
+    utimensat(AT_FDCWD, p, ts, 0);
+}
+
+/* Cached and vouched for by the watch: a put, a stat-validated hit, then
+ * a hit with no stat. */
+static void cache_watched(docstore *ds, const char *id, const char *t)
+{
+    how h;
+    CHECK_INT(put_t(ds, id, t), 0);
+    CHECK_STR(get_t(ds, id, &h), t);
+    CHECK_INT(h, STATTED); /* a write's entry: its own rename's event is no proof */
+    CHECK_STR(get_t(ds, id, &h), t);
+    CHECK_INT(h, WATCHED);
+}
+
+TEST(a_validated_hit_needs_no_stat)
+{
+    docstore *ds = cached_store("nostat");
+    cache_watched(ds, CA, "aaaa");
+    how h;
+    for (int i = 0; i < 3; i++) {
+        CHECK_STR(get_t(ds, CA, &h), "aaaa");
+        CHECK_INT(h, WATCHED);
+    }
+    /* an absent record is vouched for too, in a watched shard or in one
+     * that does not exist (data/ is watched for it to appear) */
+    CHECK_STR(get_t(ds, CB, &h), "");
+    CHECK_STR(get_t(ds, CB, &h), "");
+    CHECK_STR(get_t(ds, CB, &h), "");
+    CHECK_INT(h, WATCHED);
+    CHECK_STR(get_t(ds, CC, &h), "");
+    CHECK_STR(get_t(ds, CC, &h), "");
+    CHECK_STR(get_t(ds, CC, &h), "");
+    CHECK_INT(h, WATCHED);
+    docstore_close(ds);
+}
+
+TEST(another_writers_rename_is_seen)
+{
+    docstore *ds = cached_store("ren");
+    cache_watched(ds, CA, "aaaa");
+    publish_by_rename("ren", CA, "bbbb");
+    how h;
+    CHECK_STR(get_t(ds, CA, &h), "bbbb");
+    CHECK_INT(h, MISS);
+    CHECK_STR(get_t(ds, CA, &h), "bbbb");
+    CHECK_STR(get_t(ds, CA, &h), "bbbb");
+    CHECK_INT(h, WATCHED); /* and vouched for again */
+    docstore_close(ds);
+}
+
+TEST(another_writers_in_place_write_is_seen)
+{
+    docstore *ds = cached_store("inpl");
+    cache_watched(ds, CA, "aaaa");
+    rewrite_in_place("inpl", CA, "bbbb");
+    CHECK_STR(get_t(ds, CA, NULL), "bbbb");
+    docstore_close(ds);
+}
+
+TEST(another_writers_unlink_is_seen)
+{
+    docstore *ds = cached_store("unl");
+    cache_watched(ds, CA, "aaaa");
+    char p[PATH_MAX];
+    record_file("unl", CA, p);
+    CHECK_INT(unlink(p), 0);
+    CHECK_STR(get_t(ds, CA, NULL), "");
+    /* and a record appearing where the cache knew none */
+    CHECK_STR(get_t(ds, CA, NULL), "");
+    publish_by_rename("unl", CA, "cccc");
+    CHECK_STR(get_t(ds, CA, NULL), "cccc");
+    docstore_close(ds);
+}
+
+TEST(a_new_shard_is_seen)
+{
+    docstore *ds = cached_store("shard");
+    cache_watched(ds, CA, "aaaa");
+    how h;
+    CHECK_STR(get_t(ds, CC, &h), ""); /* no shard c7 yet */
+    CHECK_STR(get_t(ds, CC, &h), "");
+    CHECK_STR(get_t(ds, CC, &h), "");
+    CHECK_INT(h, WATCHED);
+    char d[PATH_MAX];
+    snprintf(d, sizeof d, "%s/shard/data/c7", root);
+    CHECK_INT(mkdir(d, 0755), 0);
+    publish_by_rename("shard", CC, "cccc");
+    CHECK_STR(get_t(ds, CC, &h), "cccc");
+    CHECK_STR(get_t(ds, CC, &h), "cccc");
+    CHECK_STR(get_t(ds, CC, &h), "cccc");
+    CHECK_INT(h, WATCHED);
+    /* the shard dir replaced by another (moved away, a new one moved in) */
+    char old[PATH_MAX + 8], next[PATH_MAX + 8];
+    snprintf(old, sizeof old, "%s.old", d);
+    snprintf(next, sizeof next, "%s.new", d);
+    CHECK_INT(mkdir(next, 0755), 0);
+    char p[PATH_MAX * 2];
+    snprintf(p, sizeof p, "%s/%s.jsonc", next, CC);
+    write_file(p, CC, "dddd");
+    CHECK_INT(rename(d, old), 0);
+    CHECK_INT(rename(next, d), 0);
+    CHECK_STR(get_t(ds, CC, &h), "dddd");
+    CHECK_STR(get_t(ds, CA, &h), "aaaa"); /* other shards stay vouched for */
+    CHECK_INT(h, WATCHED);
+    docstore_close(ds);
+}
+
+TEST(the_collection_replaced_is_seen)
+{
+    docstore *ds = cached_store("repl");
+    cache_watched(ds, CA, "aaaa");
+    char d[PATH_MAX], old[PATH_MAX + 8];
+    snprintf(d, sizeof d, "%s/repl", root);
+    snprintf(old, sizeof old, "%s.old", d);
+    CHECK_INT(rename(d, old), 0);
+    CHECK_STR(get_t(ds, CA, NULL), "");
+    docstore_close(ds);
+}
+
+/* Events alternate between two names (the kernel merges repeats of the
+ * last one) until the queue (fs.inotify.max_queued_events) overflows. */
+static void flood(const char *coll, const char *id)
+{
+    long max = 16384;
+    FILE *f = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
+    if (f) {
+        if (fscanf(f, "%ld", &max) != 1)
+            max = 16384;
+        fclose(f);
+    }
+    char r[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 8];
+    record_file(coll, id, r);
+    snprintf(a, sizeof a, "%s.flood1", r);
+    snprintf(b, sizeof b, "%s.flood2", r);
+    char *p[2] = {a, b};
+    write_file(a, id, "x");
+    write_file(b, id, "x");
+    for (long i = 0; i < max + 64; i++)
+        utimensat(AT_FDCWD, p[i & 1], NULL, 0);
+    unlink(a);
+    unlink(b);
+}
+
+TEST(an_overflow_unverifies_everything)
+{
+    docstore *ds = cached_store("ovf");
+    cache_watched(ds, CA, "aaaa");
+    cache_watched(ds, CC, "cccc");
+    flood("ovf", CA);
+    rewrite_in_place("ovf", CC, "dddd"); /* its events lost in the overflow */
+    how h;
+    CHECK_STR(get_t(ds, CC, &h), "dddd");
+    CHECK_STR(get_t(ds, CA, &h), "aaaa");
+    CHECK_INT(h, STATTED); /* everything by stat until validated again */
+    CHECK_STR(get_t(ds, CA, &h), "aaaa");
+    CHECK_INT(h, WATCHED);
+    fwatch_stats st;
+    fwatch_totals(&st);
+    CHECK(st.resets >= 1);
+    docstore_close(ds);
+}
+
+TEST(without_inotify_every_hit_is_statted)
+{
+    fwatch_set_enabled(false);
+    docstore *ds = cached_store("off");
+    fwatch_set_enabled(true);
+    how h;
+    CHECK_INT(put_t(ds, CA, "aaaa"), 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_STR(get_t(ds, CA, &h), "aaaa");
+        CHECK_INT(h, STATTED);
+    }
+    rewrite_in_place("off", CA, "bbbb");
+    CHECK_STR(get_t(ds, CA, &h), "bbbb");
+    publish_by_rename("off", CA, "cccc");
+    CHECK_STR(get_t(ds, CA, &h), "cccc");
+    char p[PATH_MAX];
+    record_file("off", CA, p);
+    CHECK_INT(unlink(p), 0);
+    CHECK_STR(get_t(ds, CA, &h), "");
+    docstore_close(ds);
+}
+
+/* Readers hit while another thread publishes over the records: every get
+ * answers a value some publish wrote, and the last one once it is done. */
+typedef struct {
+    docstore *ds;
+    atomic_bool stop;
+    int bad;
+} race;
+
+static void *reader(void *arg)
+{
+    race *r = arg;
+    while (!atomic_load(&r->stop)) {
+        json_t *d = NULL;
+        if (docstore_get(r->ds, CA, &d, NULL, NULL) == 0) {
+            const char *t = json_string_value(json_object_get(d, "t"));
+            if (!t || t[0] != 'v')
+                r->bad++;
+        }
+        json_decref(d);
+    }
+    return NULL;
+}
+
+TEST(concurrent_readers_and_another_writer)
+{
+    race r = {.ds = cached_store("race")};
+    CHECK_INT(put_t(r.ds, CA, "v0"), 0);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, reader, &r);
+    char t[16];
+    for (int i = 1; i <= 300; i++) {
+        snprintf(t, sizeof t, "v%d", i);
+        publish_by_rename("race", CA, t);
+    }
+    atomic_store(&r.stop, true);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    CHECK_INT(r.bad, 0);
+    CHECK_STR(get_t(r.ds, CA, NULL), "v300");
+    docstore_close(r.ds);
+}
+
+/* ---- PHP storh's writes are seen at once (STORH_PHP_DIR) ---- */
+
+static const char php_put[] =
+    "<?php\n"
+    "require getenv('STORH_PHP_DIR') . '/vendor/autoload.php';\n"
+    "[, $root, $id, $t] = $argv;\n"
+    "$s = new Storh\\DocPerFileStore($root, 'php');\n"
+    "if ($t === '-') { $s->delete($id); } else { $s->put(['t' => $t], $id); }\n";
+
+static void php(const char *id, const char *t)
+{
+    char script[PATH_MAX], cmd[PATH_MAX * 3];
+    snprintf(script, sizeof script, "%s/put.php", root);
+    FILE *f = fopen(script, "w");
+    fputs(php_put, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "php8.2 '%s' '%s' %s %s", script, root, id, t);
+    CHECK_INT(system(cmd), 0);
+}
+
+TEST(php_storh_writes_are_seen)
+{
+    if (!getenv("STORH_PHP_DIR")) {
+        CHECK(!"STORH_PHP_DIR names the PHP storh checkout");
+        return;
+    }
+    docstore *ds = cached_store("php");
+    cache_watched(ds, CA, "aaaa");
+    php(CA, "bbbb");
+    CHECK_STR(get_t(ds, CA, NULL), "bbbb");
+    CHECK_STR(get_t(ds, CA, NULL), "bbbb");
+    php(CA, "cccc");
+    CHECK_STR(get_t(ds, CA, NULL), "cccc");
+    CHECK_STR(get_t(ds, CC, NULL), "");
+    php(CC, "dddd"); /* into a shard that did not exist */
+    CHECK_STR(get_t(ds, CC, NULL), "dddd");
+    php(CA, "-");
+    CHECK_STR(get_t(ds, CA, NULL), "");
+    docstore_close(ds);
+}
+
+static const test_case tests[] = {
+    TEST_ENTRY(a_validated_hit_needs_no_stat),
+    TEST_ENTRY(another_writers_rename_is_seen),
+    TEST_ENTRY(another_writers_in_place_write_is_seen),
+    TEST_ENTRY(another_writers_unlink_is_seen),
+    TEST_ENTRY(a_new_shard_is_seen),
+    TEST_ENTRY(the_collection_replaced_is_seen),
+    TEST_ENTRY(an_overflow_unverifies_everything),
+    TEST_ENTRY(without_inotify_every_hit_is_statted),
+    TEST_ENTRY(concurrent_readers_and_another_writer),
+};
+
+/* run only when named: registered with -DSTORH_PHP_DIR */
+static const test_case named[] = {
+    TEST_ENTRY(php_storh_writes_are_seen),
+};
+
+TMPDIR_TEST_MAIN_WITH_NAMED(root, tests, named)
