@@ -12,7 +12,9 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,12 +109,45 @@ fwatch *fwatch_new(const char *dir)
     return w;
 }
 
+/* Closing an inotify descriptor waits for the kernel to retire its watches
+ * (an SRCU grace period: about 13 ms here, more under load), which a
+ * collection's close or eviction should not wait for: up to CLOSERS closes
+ * run at once on detached threads, any more (or with no thread to be had)
+ * inline, so the descriptors past the budget stay bounded. */
+#define CLOSERS 4
+static atomic_int t_closing;
+
+static void *closer(void *arg)
+{
+    close((int)(intptr_t)arg);
+    atomic_fetch_sub(&t_closing, 1);
+    return NULL;
+}
+
+static void close_watch_fd(int fd)
+{
+    if (atomic_fetch_add(&t_closing, 1) < CLOSERS) {
+        pthread_attr_t a;
+        pthread_t th;
+        if (pthread_attr_init(&a) == 0) {
+            int rc = pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+            if (!rc)
+                rc = pthread_create(&th, &a, closer, (void *)(intptr_t)fd);
+            pthread_attr_destroy(&a);
+            if (!rc)
+                return;
+        }
+    }
+    atomic_fetch_sub(&t_closing, 1);
+    close(fd);
+}
+
 /* To down (or off): the descriptor closed (its watches with it) and every
  * epoch advanced. */
 static void teardown(fwatch *w, bool off)
 {
     if (w->fd >= 0)
-        close(w->fd);
+        close_watch_fd(w->fd);
     w->fd = off ? FW_OFF : FW_DOWN;
     for (int i = 0; i < TOPS; i++)
         w->top[i] = -1;
@@ -129,7 +164,7 @@ void fwatch_free(fwatch *w)
     if (!w)
         return;
     if (w->fd >= 0)
-        close(w->fd);
+        close_watch_fd(w->fd);
     free(w->dir);
     free(w);
 }
