@@ -195,19 +195,8 @@ int docjournal_write_row(docjournal *j, size_t i, const char *id, const void *da
     if (fd < 0)
         return storh_err_sys(err, errno, "Could not open temporary storage file for writing: %s",
                              path);
-    const char *p = data;
-    size_t left = len;
-    while (left && !rc) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            rc = storh_err_sys(err, w < 0 ? errno : EIO, "Could not write storage file: %s", path);
-        else {
-            p += w;
-            left -= (size_t)w;
-        }
-    }
+    if (fsx_write_all(fd, data, len) != 0)
+        rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
     if (close(fd) != 0 && !rc)
         rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
     if (rc)
@@ -255,24 +244,10 @@ static int jw_flush(jwriter *w, bool all, storh_err *err)
         return storh_err_oom(err);
     if (!all && w->b.len < JW_PIECE)
         return 0;
-    size_t off = 0;
-    while (off < w->b.len) {
-        ssize_t k = write(w->fd, w->b.data + off, w->b.len - off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            return storh_err_sys(err, errno, "Could not write bulk journal %s", w->tmp);
-        off += (size_t)k;
-    }
+    if (fsx_write_all(w->fd, w->b.data, w->b.len) != 0)
+        return storh_err_sys(err, errno, "Could not write bulk journal %s", w->tmp);
     w->b.len = 0;
     return 0;
-}
-
-static void jw_int(buf *b, long long v)
-{
-    char t[24];
-    int k = snprintf(t, sizeof t, "%lld", v);
-    buf_append(b, t, (size_t)k);
 }
 
 /* Row i's entry [final relative to the collection, pre, staged inode]:
@@ -302,16 +277,11 @@ static int jw_row(docjournal *j, jwriter *w, idmap *last, size_t i, const char *
     buf_append(&w->b, i ? ",[" : "[", i ? 2 : 1);
     sjson_encode_string(&w->b, final + cl + 1, strlen(final + cl + 1));
     if (pre) {
-        buf_append(&w->b, ",[", 2);
-        jw_int(&w->b, (long long)tst.st_ino);
-        buf_append(&w->b, ",", 1);
-        jw_int(&w->b, (long long)mtime_ns(&tst));
-        buf_append(&w->b, "],", 2);
+        buf_printf(&w->b, ",[%lld,%lld],", (long long)tst.st_ino, (long long)mtime_ns(&tst));
     } else {
         buf_append(&w->b, ",null,", 6);
     }
-    jw_int(&w->b, (long long)sst.st_ino);
-    buf_append(&w->b, "]", 1);
+    buf_printf(&w->b, "%lld]", (long long)sst.st_ino);
     return jw_flush(w, false, err);
 }
 

@@ -132,13 +132,16 @@ int fsx_read_all_stat(const char *path, buf *out, struct stat *st, storh_err *er
     return 0;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+int fsx_write_all(int fd, const void *data, size_t len)
 {
+    const char *p = data;
     while (len) {
         ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO; /* no progress: not a loop forever */
             return -1;
         }
         p += w;
@@ -159,7 +162,7 @@ int fsx_write_file(const char *path, const void *data, size_t len, bool sync, st
         return storh_err_sys(err, errno, "Could not open temporary storage file for writing: %s",
                              path);
     int rc = 0;
-    if (write_all(fd, data, len) != 0)
+    if (fsx_write_all(fd, data, len) != 0)
         rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
     else if (sync && fsync(fd) != 0)
         rc = storh_err_sys(err, errno, "Could not sync storage file: %s", path);

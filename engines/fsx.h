@@ -37,6 +37,9 @@ int fsx_fsync_dir(const char *dir, storh_err *err);
 int fsx_rename(const char *from, const char *to, bool sync_dir, storh_err *err);
 /* The directory part of path, into out (PATH_MAX). */
 void fsx_dirname(const char *path, char *out, size_t cap);
+/* Writes all of data to fd (EINTR retried); 0, or -1 with errno (EIO when
+ * write makes no progress). */
+int fsx_write_all(int fd, const void *data, size_t len);
 /* Atomic replace with storh's generic temp name
  * <dir>/.<basename>.<12hex>.tmp: write, fsync, rename, fsync dir. */
 int fsx_publish(const char *path, const void *data, size_t len, storh_err *err);

@@ -62,18 +62,11 @@ void qstage_remove(const char *path)
 
 static int append_all(int fd, const char *p, size_t len, uint64_t at, storh_err *err)
 {
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, p + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            int e = errno;
-            int t = ftruncate(fd, (off_t)at); /* if not, the next open cuts the torn tail */
-            (void)t;
-            return storh_err_sys(err, e, "Could not complete a staged queue batch");
-        }
-        done += (size_t)w;
+    if (fsx_write_all(fd, p, len) != 0) {
+        int e = errno;
+        int t = ftruncate(fd, (off_t)at); /* if not, the next open cuts the torn tail */
+        (void)t;
+        return storh_err_sys(err, e, "Could not complete a staged queue batch");
     }
     if (fsync(fd) != 0)
         return storh_err_sys(err, errno, "Could not sync a staged queue batch");
