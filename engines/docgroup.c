@@ -304,8 +304,9 @@ static int publish_index(docstore *ds, docgroup *g, docindex_batch *ib, bool fs,
 }
 
 /* After a durable group: its puts' bytes go to the record cache with the
- * state of the files they were published as (a rewrite since, by anyone,
- * changes that state: the hit is validated as any). */
+ * state of the files they were published as, checked once against the path
+ * (a rewrite since, by anyone, changes that state), so the first read of a
+ * record just written needs no stat where the watch serves. */
 static void remember(docstore *ds, docgroup_op *ops)
 {
     for (docgroup_op *op = ops; op; op = op->next) {
@@ -313,7 +314,7 @@ static void remember(docstore *ds, docgroup_op *ops)
             continue;
         rcache_blob *b = rcache_blob_new(op->bytes, op->len);
         if (b)
-            rcache_put_bytes(ds->cache, op->id, b, &op->st);
+            rcache_put_bytes(ds->cache, op->id, b, &op->st, NULL, op->final);
     }
 }
 

@@ -166,6 +166,7 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
         q->limit && (!q->order_field || (!strcmp(q->order_field, "id") && !q->desc)) && !q->count;
     json_t *rows = json_array();
     if (indexed) {
+        docstore_batch_begin(ds); /* the candidates as of now: one drain */
         for (size_t i = 0; i < cand.n; i++) {
             char id[DOCINDEX_ID + 1];
             memcpy(id, cand.id[i], DOCINDEX_ID);
@@ -173,7 +174,7 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
             if (!after_cursor(q, id))
                 continue;
             json_t *data;
-            int r = docstore_get(ds, id, &data, NULL, err);
+            int r = docstore_batch_get(ds, id, &data, err);
             if (r == STORH_ENOTFOUND)
                 continue; /* an index entry left by a crash; verify reports it */
             if (r) {

@@ -244,15 +244,21 @@ int docstore_decode_record(const char *bytes, size_t len, const char *expect_id,
 /* Reads the record file (its state from the descriptor before the bytes,
  * so a cache entry never claims a newer file state than the bytes it
  * holds). */
-static int read_file(docstore *ds, const char *id, json_t **data, buf *raw, struct stat *st,
-                     storh_err *err)
+static int read_bytes(docstore *ds, const char *id, buf *raw, struct stat *st, storh_err *err)
 {
     char path[PATH_MAX];
     docstore_record_path(ds, id, path);
-    size_t start = raw->len;
     int rc = fsx_read_all_stat(path, raw, st, err);
     if (rc == STORH_ENOTFOUND)
         return storh_err_set(err, rc, "Record not found: %s", id);
+    return rc;
+}
+
+static int read_file(docstore *ds, const char *id, json_t **data, buf *raw, struct stat *st,
+                     storh_err *err)
+{
+    size_t start = raw->len;
+    int rc = read_bytes(ds, id, raw, st, err);
     if (!rc)
         rc = docstore_decode_record(raw->data + start, raw->len - start, id, data, err);
     return rc;
@@ -267,14 +273,15 @@ int docstore_read_record(docstore *ds, const char *id, json_t **data, storh_err 
     return rc;
 }
 
-int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_err *err)
+static int get(docstore *ds, const char *id, json_t **data, buf *raw, bool drained, storh_err *err)
 {
     if (!uuid7_is_valid(id, strlen(id)))
         return storh_err_set(err, STORH_EINVAL, "Invalid UUIDv7 value.");
     char path[PATH_MAX];
     docstore_record_path(ds, id, path);
     if (ds->cache && !raw) {
-        rcache_result r = rcache_get(ds->cache, id, path, data);
+        rcache_result r = drained ? rcache_get_drained(ds->cache, id, path, data)
+                                  : rcache_get(ds->cache, id, path, data);
         if (r == RCACHE_HIT) {
             estats_add(ESTAT_DOC_GET, 1);
             return 0;
@@ -286,15 +293,32 @@ int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_er
     buf *b = raw ? raw : &local;
     size_t start = b->len;
     struct stat st;
+    rcache_ticket t = ds->cache ? rcache_fill_begin(ds->cache, id) : (rcache_ticket){0, 0};
     int rc = read_file(ds, id, data, b, &st, err);
     if (ds->cache && rc == 0)
-        rcache_put(ds->cache, id, *data, &st, b->data + start, b->len - start);
+        rcache_put(ds->cache, id, *data, &st, b->data + start, b->len - start, &t);
     else if (ds->cache && rc == STORH_ENOTFOUND)
-        rcache_put(ds->cache, id, NULL, NULL, NULL, 0);
+        rcache_put(ds->cache, id, NULL, NULL, NULL, 0, &t);
     if (!rc)
         estats_add(ESTAT_DOC_GET, 1);
     buf_free(&local);
     return rc;
+}
+
+int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_err *err)
+{
+    return get(ds, id, data, raw, false, err);
+}
+
+void docstore_batch_begin(docstore *ds)
+{
+    if (ds->cache)
+        rcache_drain(ds->cache);
+}
+
+int docstore_batch_get(docstore *ds, const char *id, json_t **data, storh_err *err)
+{
+    return get(ds, id, data, NULL, true, err);
 }
 
 /* data's answer bytes, given to its cache entry (if still data's) too. */
@@ -333,11 +357,27 @@ int docstore_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_e
     if (!data) {
         buf b = BUF_INIT;
         struct stat st;
-        rc = read_file(ds, id, &data, &b, &st, err);
+        rcache_ticket t = ds->cache ? rcache_fill_begin(ds->cache, id) : (rcache_ticket){0, 0};
+        rc = read_bytes(ds, id, &b, &st, err);
+        if (!rc && reccanon_is_canonical(b.data, b.len, id)) {
+            /* the file's bytes are the answer's: neither decoded nor encoded */
+            if (!(*out = rcache_blob_new(b.data, b.len)))
+                rc = storh_err_oom(err);
+            else if (ds->cache) {
+                atomic_fetch_add_explicit(&(*out)->refs, 1, memory_order_relaxed);
+                rcache_put_bytes(ds->cache, id, *out, &st, &t, NULL);
+            }
+            buf_free(&b);
+            if (!rc)
+                estats_add(ESTAT_DOC_GET, 1);
+            return rc;
+        }
+        if (!rc)
+            rc = docstore_decode_record(b.data, b.len, id, &data, err);
         if (ds->cache && rc == 0)
-            rcache_put(ds->cache, id, data, &st, b.data, b.len);
+            rcache_put(ds->cache, id, data, &st, b.data, b.len, &t);
         else if (ds->cache && rc == STORH_ENOTFOUND)
-            rcache_put(ds->cache, id, NULL, NULL, NULL, 0);
+            rcache_put(ds->cache, id, NULL, NULL, NULL, 0, &t);
         buf_free(&b);
     }
     if (!rc)

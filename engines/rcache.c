@@ -47,7 +47,8 @@ struct rcache {
     idmap map; /* id -> node* */
     node *head, *tail;
     uint64_t hits, misses, evictions;
-    fwatch *fw; /* NULL: every hit validated by stat */
+    fwatch *fw;     /* NULL: every hit validated by stat */
+    uint64_t named; /* records named by the watch's events (tickets compare it) */
 };
 
 static _Atomic uint64_t total_hits, total_misses, total_evictions, total_watched;
@@ -267,7 +268,9 @@ static bool same_file_state(const file_state *a, const file_state *b)
 /* An event named id's file: its entry is stat-validated at its next hit. */
 static void stale(void *ctx, const char *id)
 {
-    node *n = find(ctx, id);
+    rcache *c = ctx;
+    c->named++;
+    node *n = find(c, id);
     if (n)
         n->fresh = 0;
 }
@@ -278,7 +281,7 @@ static bool stat_valid(rcache *c, const node *n, const char *path);
  * named by no event since is fresh without a syscall but the drain's
  * read(): the kernel queues an event inside the write or rename that makes
  * it, so a change that returned before this hit began is seen. */
-static bool still_valid(rcache *c, node *n, const char *path)
+static bool still_valid(rcache *c, node *n, const char *path, bool drained)
 {
     if (c->mode == RCACHE_TRUST)
         return true;
@@ -287,7 +290,8 @@ static bool still_valid(rcache *c, node *n, const char *path)
     char id[IDMAP_KEY + 1];
     memcpy(id, n->id, IDMAP_KEY);
     id[IDMAP_KEY] = '\0';
-    fwatch_drain(c->fw, stale, c);
+    if (!drained)
+        fwatch_drain(c->fw, stale, c);
     if (n->fresh && n->fresh == fwatch_epoch(c->fw, id)) {
         atomic_fetch_add_explicit(&total_watched, 1, memory_order_relaxed);
         return true;
@@ -368,15 +372,16 @@ static void touch(rcache *c, node *n)
     pthread_mutex_unlock(&gmu);
 }
 
-rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_t **data,
-                              rcache_blob **blob)
+static rcache_result lookup(rcache *c, const char *id, const char *path, json_t **data,
+                            rcache_blob **blob, bool drained)
 {
     if (blob)
         *blob = NULL;
     pthread_mutex_lock(&c->mu);
     node *n = find(c, id);
     rcache_result r = RCACHE_MISS;
-    if (n && still_valid(c, n, path) && (blob || n->data || !n->blob || decode_into(c, n))) {
+    if (n && still_valid(c, n, path, drained) &&
+        (blob || n->data || !n->blob || decode_into(c, n))) {
         touch(c, n);
         r = n->data || n->blob ? RCACHE_HIT : RCACHE_HIT_ABSENT;
         if (blob && n->blob) {
@@ -397,6 +402,25 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
     return r;
 }
 
+rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_t **data,
+                              rcache_blob **blob)
+{
+    return lookup(c, id, path, data, blob, false);
+}
+
+void rcache_drain(rcache *c)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->fw)
+        fwatch_drain(c->fw, stale, c);
+    pthread_mutex_unlock(&c->mu);
+}
+
+rcache_result rcache_get_drained(rcache *c, const char *id, const char *path, json_t **data)
+{
+    return lookup(c, id, path, data, NULL, true);
+}
+
 rcache_result rcache_peek(rcache *c, const char *id, const char *path, json_t **data,
                           rcache_blob **blob)
 {
@@ -405,7 +429,7 @@ rcache_result rcache_peek(rcache *c, const char *id, const char *path, json_t **
     pthread_mutex_lock(&c->mu);
     node *n = find(c, id);
     rcache_result r = RCACHE_MISS;
-    if (n && still_valid(c, n, path)) {
+    if (n && still_valid(c, n, path, false)) {
         r = n->data || n->blob ? RCACHE_HIT : RCACHE_HIT_ABSENT;
         if (n->blob) {
             atomic_fetch_add_explicit(&n->blob->refs, 1, memory_order_relaxed);
@@ -471,9 +495,48 @@ void rcache_attach_blob(rcache *c, const char *id, const json_t *data, rcache_bl
     enforce_budget();
 }
 
+rcache_ticket rcache_fill_begin(rcache *c, const char *id)
+{
+    rcache_ticket t = {0, 0};
+    pthread_mutex_lock(&c->mu);
+    if (c->fw) {
+        t.epoch = fwatch_arm(c->fw, id); /* the watch before the read */
+        t.named = c->named;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return t;
+}
+
+/* Under c->mu, before n goes in: the epoch n is fresh at. With a ticket,
+ * the watch (drained now) named no record since the ticket was taken, so
+ * the file n was read from is still the path's; with a path, one stat now
+ * (after the drain) shows the path is still the file n holds. */
+static uint32_t fresh_at(rcache *c, const node *n, const char *id, const rcache_ticket *t,
+                         const char *path)
+{
+    if (!c->fw || (!t && !path))
+        return 0;
+    fwatch_drain(c->fw, stale, c);
+    /* without a ticket the watch is armed after the drain (an event of
+     * the shard dir's own making, queued before, would undo it) and before
+     * the stat */
+    uint32_t e = t ? t->epoch : fwatch_arm(c->fw, id);
+    if (!e || fwatch_epoch(c->fw, id) != e || (t && c->named != t->named))
+        return 0;
+    struct stat st;
+    if (path) {
+        if (stat(path, &st) != 0)
+            return 0;
+        file_state now = state_of(&st);
+        if (!same_file_state(&now, &n->st))
+            return 0;
+    }
+    return e;
+}
+
 /* Takes n (its id, data or blob, state and hash set) into the cache in
- * place of any entry of id. */
-static void insert(rcache *c, node *n, size_t cost)
+ * place of any entry of id, fresh as fresh_at says. */
+static void insert(rcache *c, node *n, size_t cost, const rcache_ticket *t, const char *path)
 {
     n->bytes = cost;
     n->owner = c;
@@ -481,6 +544,7 @@ static void insert(rcache *c, node *n, size_t cost)
     memcpy(id, n->id, IDMAP_KEY);
     id[IDMAP_KEY] = '\0';
     pthread_mutex_lock(&c->mu);
+    n->fresh = fresh_at(c, n, id, t, path);
     node *old = find(c, id);
     if (old)
         drop(c, old);
@@ -510,7 +574,7 @@ static void insert(rcache *c, node *n, size_t cost)
 }
 
 void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat *st,
-                const char *bytes, size_t len)
+                const char *bytes, size_t len, const rcache_ticket *t)
 {
     size_t cost = ENTRY_OVERHEAD + (data ? len : 0);
     if (cost > c->max_bytes)
@@ -524,10 +588,11 @@ void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat
         n->st = state_of(st);
     if (bytes && c->mode == RCACHE_HASH)
         n->hash = XXH3_128bits(bytes, len);
-    insert(c, n, cost);
+    insert(c, n, cost, t, NULL);
 }
 
-void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct stat *st)
+void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct stat *st,
+                      const rcache_ticket *t, const char *path)
 {
     size_t cost = ENTRY_OVERHEAD + blob->len;
     node *n = cost > c->max_bytes ? NULL : calloc(1, sizeof *n);
@@ -541,7 +606,7 @@ void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct
     n->st = state_of(st);
     if (c->mode == RCACHE_HASH)
         n->hash = XXH3_128bits(blob->data, blob->len);
-    insert(c, n, cost);
+    insert(c, n, cost, t, path);
 }
 
 void rcache_forget(rcache *c, const char *id)

@@ -37,10 +37,21 @@ typedef enum { RCACHE_MISS, RCACHE_HIT, RCACHE_HIT_ABSENT } rcache_result;
 /* Looks id up and validates the entry against path. On RCACHE_HIT *data
  * is a new reference. */
 rcache_result rcache_get(rcache *c, const char *id, const char *path, json_t **data);
+/* A fill's ticket, taken before the reader opens (or fails to find) the
+ * record file: with a watch, the entry the read fills is fresh at once when
+ * no event named a record of the collection between the ticket and the
+ * fill (the shard was watched before the read began, so whatever changed
+ * the file after it is queued); else its next hit stats, as any. */
+typedef struct rcache_ticket {
+    uint32_t epoch; /* the shard's watch epoch; 0: no watch */
+    uint64_t named; /* records named by events, counted */
+} rcache_ticket;
+rcache_ticket rcache_fill_begin(rcache *c, const char *id);
 /* Remembers data (borrowed; NULL = no such record) with the file state
- * the bytes came from (bytes/len may be NULL for an absent record). */
+ * the bytes came from (bytes/len may be NULL for an absent record); t is
+ * the read's ticket (NULL: none). */
 void rcache_put(rcache *c, const char *id, const json_t *data, const struct stat *st,
-                const char *bytes, size_t len);
+                const char *bytes, size_t len, const rcache_ticket *t);
 void rcache_forget(rcache *c, const char *id);
 
 /* A record's answer bytes (its canonical encoding) and their ETag, shared
@@ -67,8 +78,20 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
  * the cache; its bytes must be docstore_encode_record's for their data, as
  * reccanon_is_canonical says) and the state of the file that holds them,
  * as a write publishes it: a later get is a validated hit, decoding the
- * bytes the first time a reader wants data. */
-void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct stat *st);
+ * bytes the first time a reader wants data. t: a reader's ticket, as for
+ * rcache_put. With path (the record file, a writer's), a watched entry is
+ * checked once now (the watch drained, then one stat of path against st)
+ * so its first hit needs no stat: the writer pays the check instead of its
+ * next reader. Both NULL: the first hit stats. */
+void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct stat *st,
+                      const rcache_ticket *t, const char *path);
+/* Drains the watch once for a batch of lookups (rcache_get_drained). */
+void rcache_drain(rcache *c);
+/* rcache_get for a reader that called rcache_drain at the start of its
+ * batch (a query's candidates): the entry is validated as of that drain,
+ * so a change made after the batch began may not be seen (a change that
+ * returned before it always is). */
+rcache_result rcache_get_drained(rcache *c, const char *id, const char *path, json_t **data);
 /* A validated lookup for a reader passing through (a listing, an export):
  * the LRU order and the hit and miss counts are left alone, and nothing is
  * decoded. On RCACHE_HIT *blob (the bytes) and *data (the decoded data) are

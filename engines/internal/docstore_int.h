@@ -46,6 +46,10 @@ void docstore_unlock(docstore *ds, fsx_lock *l);
 int docstore_old_record(docstore *ds, const char *id, json_t **old, storh_err *err);
 /* Reads and decodes the record file of id without the cache. */
 int docstore_read_record(docstore *ds, const char *id, json_t **data, storh_err *err);
+/* A batch of gets (a query's candidates) validated against one drain of
+ * the cache's watch, made by docstore_batch_begin: docstore_get otherwise. */
+void docstore_batch_begin(docstore *ds);
+int docstore_batch_get(docstore *ds, const char *id, json_t **data, storh_err *err);
 /* The iterator (with no query) may hand out only these top-level fields of
  * each record's data (borrowed; must outlive it): what an index build
  * reads, without decoding the rest. */

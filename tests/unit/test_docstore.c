@@ -123,6 +123,69 @@ TEST(get_reads_hand_written_jsonc)
     docstore_close(ds);
 }
 
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The answer of a get (what GET sends) from files: a canonical file's own
+ * bytes, anything else (JSONC, spaces) encoded canonically; a file whose
+ * id is not its name's is corrupt either way; with and without a cache. */
+static void answers_from_files(bool cached)
+{
+    const char *name = cached ? "ans_c" : "ans_n";
+    char dir[PATH_MAX], path[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s/data/aa", root, name);
+    fsx_mkdirs(dir, false, NULL);
+    const char *a = "018bcfe5-6800-7000-8000-aa5dba6274db",
+               *b = "018bcfe5-6801-7000-8000-aa5dba6274dc",
+               *c = "018bcfe5-6802-7000-8000-aa5dba6274dd";
+    char canon[256];
+    snprintf(canon, sizeof canon, "{\"id\":\"%s\",\"data\":{\"kind\":\"page\",\"n\":1}}\n", a);
+    snprintf(path, sizeof path, "%s/%s.jsonc", dir, a);
+    write_text(path, canon);
+    snprintf(path, sizeof path, "%s/%s.jsonc", dir, b);
+    write_text(path, "// by hand\n{ \"id\": \"018bcfe5-6801-7000-8000-aa5dba6274dc\",\n"
+                     "  \"data\": {\"kind\": \"page\", \"tags\": [1, 2,],} }\n");
+    snprintf(path, sizeof path, "%s/%s.jsonc", dir, c);
+    write_text(path, canon); /* a's record under c's name */
+    docstore *ds = open_store(name);
+    if (cached)
+        docstore_set_cache(ds, RCACHE_STAT, 100, 1 << 20, NULL);
+    for (int pass = 0; pass < 2; pass++) { /* a miss, then (cached) a hit */
+        rcache_blob *ans = NULL;
+        storh_err err;
+        CHECK_INT(docstore_get_answer(ds, a, &ans, &err), 0);
+        if (ans) {
+            CHECK_INT((int)ans->len, (int)strlen(canon));
+            CHECK(!memcmp(ans->data, canon, ans->len));
+        }
+        rcache_blob_release(ans);
+        ans = NULL;
+        CHECK_INT(docstore_get_answer(ds, b, &ans, &err), 0);
+        if (ans)
+            CHECK_STR(ans->data, "{\"id\":\"018bcfe5-6801-7000-8000-aa5dba6274dc\","
+                                 "\"data\":{\"kind\":\"page\",\"tags\":[1,2]}}\n");
+        rcache_blob_release(ans);
+        ans = NULL;
+        CHECK_INT(docstore_get_answer(ds, c, &ans, &err), STORH_ECORRUPT);
+        CHECK(ans == NULL);
+    }
+    docstore_close(ds);
+}
+
+TEST(get_answers_files_as_they_are_when_canonical)
+{
+    answers_from_files(false);
+}
+
+TEST(get_answers_files_as_they_are_when_canonical_cached)
+{
+    answers_from_files(true);
+}
+
 TEST(stage_abort_changes_nothing)
 {
     docstore *ds = open_store("bulk");
@@ -758,6 +821,8 @@ static const test_case tests[] = {
     TEST_ENTRY(bulk_staged_before_an_index_commits_against_it),
     TEST_ENTRY(put_writes_canonical_bytes_at_storh_path),
     TEST_ENTRY(get_reads_hand_written_jsonc),
+    TEST_ENTRY(get_answers_files_as_they_are_when_canonical),
+    TEST_ENTRY(get_answers_files_as_they_are_when_canonical_cached),
     TEST_ENTRY(stage_abort_changes_nothing),
     TEST_ENTRY(import_rows_follow_storh),
     TEST_ENTRY(stream_order_filters_and_delete),

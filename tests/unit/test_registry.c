@@ -137,7 +137,7 @@ TEST(one_budget_over_every_cache)
     rcache_set_budget(base + 40 * 200); /* about 40 entries of 200 bytes */
     for (int i = 0; i < 30; i++) {
         snprintf(id + 34, 3, "%02d", i);
-        rcache_put(a, id, v, NULL, "0123456789012345678901234567890123456789", 40);
+        rcache_put(a, id, v, NULL, "0123456789012345678901234567890123456789", 40, NULL);
     }
     json_t *got = NULL;
     snprintf(id + 34, 3, "%02d", 0);
@@ -145,7 +145,7 @@ TEST(one_budget_over_every_cache)
     json_decref(got);
     for (int i = 0; i < 30; i++) {
         snprintf(id + 34, 3, "%02d", i);
-        rcache_put(b, id, v, NULL, "0123456789012345678901234567890123456789", 40);
+        rcache_put(b, id, v, NULL, "0123456789012345678901234567890123456789", 40, NULL);
     }
     rcache_totals(&st);
     CHECK(st.bytes - base <= 40 * 200);
