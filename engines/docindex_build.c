@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "docgroup.h"
 #include "fsx.h"
+#include "pubset.h"
 #include "sjson.h"
 
 /* ---------- rebuild and verify ---------- */
@@ -216,7 +218,8 @@ static int remove_tree(const char *path)
     return rmdir(path) == 0 ? rc : -1;
 }
 
-static int write_buckets(docindex *ix, json_t *map, bool compound, storh_err *err)
+static int write_buckets(docindex *ix, json_t *map, bool compound, pubset *set, bool fs,
+                         storh_err *err)
 {
     const char *group;
     json_t *g;
@@ -234,17 +237,21 @@ static int write_buckets(docindex *ix, json_t *map, bool compound, storh_err *er
             char p[PATH_MAX];
             int rc = compound ? docindex_compound_path(ix, l, r, key, p, err)
                               : docindex_eq_path(ix, group, key, p, err);
-            if (!rc && first) {
+            if (!rc && first) { /* with syncfs, its commit makes new dirs durable */
                 char dir[PATH_MAX];
                 fsx_dirname(p, dir, sizeof dir);
-                rc = fsx_mkdirs(dir, true, err);
+                rc = fsx_mkdirs(dir, !fs, err);
                 first = false;
             }
             json_t *ids = json_object_get(e, "ids");
             docindex_sort_ids(ids);
+            buf b = BUF_INIT;
             if (!rc)
-                rc = docindex_write_entry(p, group, key,
-                                          compound ? NULL : json_object_get(e, "value"), ids, err);
+                rc = docindex_encode_entry(&b, group, key,
+                                           compound ? NULL : json_object_get(e, "value"), ids, err);
+            if (!rc)
+                rc = pubset_add(set, p, b.data, b.len, err);
+            buf_free(&b);
             if (rc)
                 return rc;
         }
@@ -261,10 +268,16 @@ int docindex_build_finish(docindex_build *b, storh_err *err)
         rc = storh_err_sys(err, errno, "Could not clear %s", entries);
     if (!rc)
         rc = fsx_mkdirs(entries, true, err);
+    /* every file of the build made durable together (pubset.h): one
+     * syncfs before the renames and one after, where syncfs serves */
+    bool fs = docgroup_default_mode() != DOCGROUP_SYNC_EACH;
+    pubset *set = NULL;
     if (!rc)
-        rc = write_buckets(ix, b->eq, false, err);
+        rc = pubset_begin(ix->dir, fs, &set, err);
     if (!rc)
-        rc = write_buckets(ix, b->compound, true, err);
+        rc = write_buckets(ix, b->eq, false, set, fs, err);
+    if (!rc)
+        rc = write_buckets(ix, b->compound, true, set, fs, err);
     for (size_t i = 0; !rc && i < ix->n; i++) {
         if (!ix->defs[i].range || b->nrange[i] == 0)
             continue;
@@ -288,10 +301,10 @@ int docindex_build_finish(docindex_build *b, storh_err *err)
         rc = docindex_range_path(ix, ix->defs[i].field, ".jsonl", p, err);
         if (!rc) {
             fsx_dirname(p, dir, sizeof dir);
-            rc = fsx_mkdirs(dir, true, err);
+            rc = fsx_mkdirs(dir, !fs, err);
         }
         if (!rc)
-            rc = fsx_publish(p, main.data, main.len, err);
+            rc = pubset_add(set, p, main.data, main.len, err);
         json_t *idx = json_pack("{siso}", "stride", RANGE_STRIDE, "checkpoints", cps);
         buf ib = BUF_INIT;
         if (!rc)
@@ -299,11 +312,15 @@ int docindex_build_finish(docindex_build *b, storh_err *err)
         if (!rc)
             rc = docindex_range_path(ix, ix->defs[i].field, ".idx.jsonc", p, err);
         if (!rc)
-            rc = fsx_publish(p, ib.data, ib.len, err);
+            rc = pubset_add(set, p, ib.data, ib.len, err);
         json_decref(idx);
         buf_free(&ib);
         buf_free(&main);
     }
+    if (!rc)
+        rc = pubset_commit(set, err);
+    else
+        pubset_abort(set);
     docindex_build_abort(b);
     return rc;
 }
