@@ -185,6 +185,11 @@ static void drain(void)
             handle(ev);
             p += sizeof *ev + ev->len;
         }
+        /* a read takes every queued event that fits: room left for the
+         * largest one means the queue was empty when it was read (what
+         * came since is the next check's) */
+        if (sizeof b - (size_t)n >= sizeof(struct inotify_event) + NAME_MAX + 1)
+            return;
     }
 }
 
