@@ -142,9 +142,12 @@ int seglog__touch(const char *path, storh_err *err);
 int seglog__open_active(seglog *s, storh_err *err);
 void seglog__remove_unreferenced(seglog *s);
 int seglog__write_sparse(seglog *s, seg *g, storh_err *err);
-/* publish false: written in place without fsync, for a file no manifest
- * names yet whose writer makes it durable (compaction's syncfs). */
-int seglog__write_sparse_as(seglog *s, seg *g, bool publish, storh_err *err);
+/* How a sparse index is written: published (temp file, fsync, rename,
+ * directory fsync); or in place, for a file no manifest names yet, with an
+ * fsync whose directory fsync the caller owes before a manifest names it
+ * (the roll), or without one (compaction's syncfs makes it durable). */
+enum { SPARSE_PUBLISH, SPARSE_SYNC, SPARSE_NOSYNC };
+int seglog__write_sparse_as(seglog *s, seg *g, int how, storh_err *err);
 void seglog__index_name_for(const char *file, char *out);
 int seglog__roll(seglog *s, storh_err *err);
 
