@@ -4,7 +4,8 @@
  * fsynced exactly as in production.
  *   run     --dataset=N --engine=all|limits|doc|docgroup|log|queue|cache|filter|uuid|mirror
  *           (or a comma list of them)
- *           [--cache-validation=stat|hash|trust] [--repeat=N] [--out=FILE]
+ *           [--cache-validation=stat|hash|trust] [--cache-watch=inotify|none]
+ *           [--repeat=N] [--out=FILE]
  *   repeat  like run, --repeat defaults to 3
  *   range   --datasets=1000,10000 [--engines=doc,log] -> build/bench-ranges/
  *   compare a.json b.json
@@ -20,6 +21,8 @@
 #include <string.h>
 
 #include "compare.h"
+#include "fwatch.h"
+#include "logwatch.h"
 #include "rcache.h"
 #include "runner.h"
 
@@ -71,6 +74,13 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench: --cache-validation must be stat, hash or trust\n");
                 return 2;
             }
+        } else if ((v = arg(argv[i], "--cache-watch"))) {
+            if (strcmp(v, "inotify") && strcmp(v, "none")) {
+                fprintf(stderr, "bench: --cache-watch must be inotify or none\n");
+                return 2;
+            }
+            fwatch_set_enabled(!strcmp(v, "inotify"));
+            logwatch_set_enabled(!strcmp(v, "inotify"));
         } else if (argv[i][0] != '-' && npos < 2)
             pos[npos++] = argv[i];
         else {

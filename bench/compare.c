@@ -51,7 +51,8 @@ static const cmp_row rows[] = {
      "log.time_range_tree decodes every record)"},
     {"log.query_count", "log.eq_count", CLS_CPU, OPS_ONE, "limit.count_stats",
      "storh builds its counters on open and stats nothing, storhd on the first count "
-     "(log.eq_count_cold) and stats the manifest and the active segment per count"},
+     "(log.eq_count_cold), and keeps them fresh with one empty read of its inotify watch per "
+     "count (limit.count_stats: the stat and fstat it makes without the watch)"},
     {"queue.bulk_enqueue", "queue.enqueue_many", CLS_CPU, OPS_N, "limit.queue_enqueue_many",
      "limit: the call's bytes staged, appended, fsynced (storh appends once: "
      "limit.queue_enqueue_many_append); storhd the median of 3 passes"},

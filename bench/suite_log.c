@@ -22,11 +22,13 @@
 
 /* ---------- SegmentedLog ---------- */
 
+enum { LOG_SEGMENT_BYTES = 16 * 1024 }; /* as the storh bench: rolls often */
+
 static seglog *open_log(const harness_opts *o, const char *name)
 {
     seglog_opts so;
     seglog_opts_default(&so);
-    so.max_segment_bytes = 16 * 1024; /* as the storh bench: rolls often */
+    so.max_segment_bytes = LOG_SEGMENT_BYTES;
     seglog *s;
     storh_err err;
     if (seglog_open(o->work, name, &so, true, &s, &err))
@@ -236,9 +238,58 @@ static double put_round(seglog *s, char (*ids)[UUID7_LEN + 1], long at, long end
     return harness_now() - t;
 }
 
+/* The limit's log: a plain file per segment in dir/segments, a manifest
+ * in dir, and what a put's log holds (its manifest's size, read at each
+ * roll, since the manifest grows by a sealed entry per roll). */
+typedef struct limit_log {
+    char dir[PATH_MAX], segs[PATH_MAX];
+    const char *log_manifest;
+    int fd, n;
+    size_t size;
+} limit_log;
+
+static void limit_segment(limit_log *l)
+{
+    char p[PATH_MAX];
+    fsx_pathf(p, NULL, "%s/seg-%06d", l->segs, ++l->n);
+    l->fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (l->fd < 0)
+        harness_die("log limit open", NULL);
+    l->size = 0;
+}
+
+/* What a roll of the put's log (16 KiB segments, as storh's bench) cannot
+ * do without in the kernel, for the same bytes: the sealed segment's
+ * sparse index written and fsynced (about 128 bytes: two entries), the
+ * next segment created, one fsync of the segments dir for both names, then
+ * the manifest (the put's manifest's size) replaced: temp file written,
+ * fsynced, renamed, its dir fsynced. */
+static void limit_roll(limit_log *l)
+{
+    static char bytes[64 * 1024];
+    memset(bytes, 'm', sizeof bytes);
+    char p[PATH_MAX], tmp[PATH_MAX];
+    storh_err err;
+    fsx_pathf(p, NULL, "%s/seg-%06d.idx", l->segs, l->n);
+    if (fsx_write_file(p, bytes, 128, true, &err))
+        harness_die("log limit index", &err);
+    close(l->fd);
+    limit_segment(l);
+    struct stat st;
+    size_t mlen = stat(l->log_manifest, &st) == 0 ? (size_t)st.st_size : 1024;
+    if (mlen > sizeof bytes)
+        mlen = sizeof bytes;
+    fsx_pathf(p, NULL, "%s/manifest", l->dir);
+    fsx_pathf(tmp, NULL, "%s/.manifest.%d.tmp", l->dir, l->n);
+    if (fsx_fsync_dir(l->segs, &err) || fsx_write_file(tmp, bytes, mlen, true, &err) ||
+        fsx_rename(tmp, p, true, &err))
+        harness_die("log limit roll", &err);
+}
+
 /* Seconds to append and fsync, one by one, as many bytes as the puts of
- * records at..end append (at most 64 of them). */
-static double limit_round(int fd, long at, long end)
+ * records at..end append (at most 64 of them), rolling where their log
+ * rolls (max: its segment size). */
+static double limit_round(limit_log *l, size_t max, long at, long end)
 {
     static char line[4096];
     size_t len[64];
@@ -248,42 +299,52 @@ static double limit_round(int fd, long at, long end)
     for (long i = at; i < end; i++)
         len[i - at] = put_line_len(i);
     double t = harness_now();
-    for (long i = at; i < end; i++)
-        if (write(fd, line, len[i - at]) != (ssize_t)len[i - at] || fsync(fd))
+    for (long i = at; i < end; i++) {
+        if (write(l->fd, line, len[i - at]) != (ssize_t)len[i - at] || fsync(l->fd))
             harness_die("log limit append", NULL);
+        if ((l->size += len[i - at]) >= max)
+            limit_roll(l);
+    }
     return harness_now() - t;
 }
 
 /* log.put and its limit, interleaved: every ROUND puts, the same number of
- * appends of their lines' sizes and fsyncs to a plain file, which goes
- * first turn by turn, so that both figures are of one disk moment (the
- * disk's rate moves 2-4x within a run; a limit measured in another suite
- * minutes away is not the put's). */
+ * appends of their lines' sizes and fsyncs to plain files, with the rolls
+ * the puts' log makes at the same bytes; the two take turns going first,
+ * so that both figures are of one disk moment (the disk's rate moves 2-4x
+ * within a run; a limit measured in another suite minutes away is not the
+ * put's). */
 static void put_and_limit(const harness_opts *o, seglog *s, char (*ids)[UUID7_LEN + 1],
                           bench_result *r)
 {
     enum { ROUND = 50 };
     long n = o->dataset;
-    char path[PATH_MAX];
-    fsx_pathf(path, NULL, "%s/put-limit.log", o->work);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
-        harness_die("log limit open", NULL);
+    limit_log l = {.n = 0};
+    char man[PATH_MAX];
+    fsx_pathf(l.dir, NULL, "%s/put-limit", o->work);
+    fsx_pathf(l.segs, NULL, "%s/segments", l.dir);
+    fsx_pathf(man, NULL, "%s/events/manifest.jsonc", o->work);
+    l.log_manifest = man;
+    if (fsx_mkdirs(l.segs, true, NULL))
+        harness_die("log limit dir", NULL);
+    limit_segment(&l);
     double tput = 0, tlim = 0;
     for (long at = 0, k = 0; at < n; at += ROUND, k++) {
         long end = at + ROUND < n ? at + ROUND : n;
         if (k % 2) {
-            tlim += limit_round(fd, at, end);
+            tlim += limit_round(&l, LOG_SEGMENT_BYTES, at, end);
             tput += put_round(s, ids, at, end);
         } else {
             tput += put_round(s, ids, at, end);
-            tlim += limit_round(fd, at, end);
+            tlim += limit_round(&l, LOG_SEGMENT_BYTES, at, end);
         }
     }
-    close(fd);
+    close(l.fd);
     bench_add(r, "log.put", n / tput, "appends/s", "higher", "put(), fsync after every append");
     bench_add(r, "limit.log_put", n / tlim, "appends/s", "higher",
-              "limit: each put's line size appended and fsynced, interleaved with the puts");
+              "limit: each put's line size appended and fsynced, and the rolls of its log at "
+              "the same bytes (index, new segment, dir fsync, manifest replaced), interleaved "
+              "with the puts");
 }
 
 void suite_log(const harness_opts *o, bench_result *r)

@@ -17,7 +17,6 @@
 #include "fsx.h"
 #include "gcommit.h"
 #include "idmap.h"
-#include "reccanon.h"
 #include "sjson.h"
 #include "writers.h"
 #include "seglog_int.h"
@@ -388,6 +387,7 @@ int seglog_open(const char *root, const char *name, const seglog_opts *o, bool c
         seglog_close(s);
         return rc;
     }
+    s->watch = logwatch_new(s->dir);
     *out = s;
     return 0;
 }
@@ -403,6 +403,7 @@ void seglog_close(seglog *s)
     if (s->identity[0])
         writers_unregister(s->dir, s->identity);
     fsx_lock_close(&s->lock);
+    logwatch_free(s->watch);
     seglog__segs_free(s);
     idmap_free(&s->state);
     json_decref(s->counters);
@@ -414,13 +415,17 @@ void seglog_close(seglog *s)
 
 /* Under mu: catch up with what other processes published, at the cost of a
  * stat of the manifest and an fstat of the active segment when nothing
- * changed. A new manifest (a roll or a compaction elsewhere) replays the
- * log; lines appended to the active segment are applied from where this
- * process stopped reading. locked: the flock is held too (a writer about to
- * append); otherwise this is a read, and a line another process is still
- * writing (an invalid unterminated tail) is left for the next read. */
+ * changed, or of one empty read of the log watch when it saw nothing since
+ * the last such check found everything read. A new manifest (a roll or a compaction elsewhere)
+ * replays the log; lines appended to the active segment are applied from where this process stopped
+ * reading. locked: the flock is held too (a writer about to append); otherwise this is a read, and
+ * a line another process is still writing (an invalid unterminated tail) is left for the next read.
+ */
 static int catch_up_mode(seglog *s, bool locked, storh_err *err)
 {
+    logwatch_mark wm;
+    if (s->watch && logwatch_quiet(s->watch, &wm))
+        return 0;
     if (seglog__manifest_changed(s)) {
         /* the old list as a prefix of the new one (a roll elsewhere) keeps
          * every index and offset; anything else is a new generation */
@@ -448,8 +453,11 @@ static int catch_up_mode(seglog *s, bool locked, storh_err *err)
     if (fstat(s->active_fd, &st) != 0)
         return storh_err_sys(err, errno, "Could not stat active segment");
     seg *a = seglog__active(s);
-    if ((uint64_t)st.st_size <= a->size)
+    if ((uint64_t)st.st_size <= a->size) {
+        if (s->watch)
+            logwatch_validated(s->watch, &wm);
         return 0;
+    }
     /* another writer appended to the active segment */
     uint64_t from = a->size, len = (uint64_t)st.st_size - from;
     char *b = malloc(len ? len : 1);
@@ -467,6 +475,8 @@ static int catch_up_mode(seglog *s, bool locked, storh_err *err)
     a->size = torn && !locked ? end : from + (uint64_t)r;
     gcommit_written(&s->gc, a->size);
     free(b);
+    if (s->watch && a->size == (uint64_t)st.st_size) /* no line left half read */
+        logwatch_validated(s->watch, &wm);
     return 0;
 }
 
@@ -568,6 +578,17 @@ int seglog__resolve_id(const char *id, char out[UUID7_LEN + 1], storh_err *err)
     return 0;
 }
 
+/* Under the flock, after this process's own append: no other writer can
+ * have written since the catch-up, so the events queued now are this
+ * append's (and its roll's) and the state is what the files hold; the next
+ * read or append needs no stat. */
+static void settle_watch(seglog *s)
+{
+    logwatch_mark wm;
+    if (s->watch && !logwatch_quiet(s->watch, &wm))
+        logwatch_validated(s->watch, &wm);
+}
+
 /* Appends under the locks, then waits for the group fsync. */
 static int append_durable(seglog *s, const char *lines, size_t len, storh_err *err)
 {
@@ -578,6 +599,8 @@ static int append_durable(seglog *s, const char *lines, size_t len, storh_err *e
         rc = seglog__catch_up(s, err);
         if (!rc)
             rc = seglog__append_lines(s, lines, len, &t, err);
+        if (!rc)
+            settle_watch(s);
         seglog__unlock(s);
     }
     if (!rc)
@@ -623,6 +646,8 @@ int seglog_delete(seglog *s, const char *id, bool *existed, storh_err *err)
         rc = seglog__catch_up(s, err);
         if (!rc && (*existed = is_live(s, id)))
             rc = seglog__append_lines(s, line.data, line.len, &t, err);
+        if (!rc && *existed)
+            settle_watch(s);
         seglog__unlock(s);
     }
     if (!rc && *existed)
@@ -669,89 +694,6 @@ static int read_line_at(seglog *s, const char *file, uint64_t off, buf *out, sto
     return rc;
 }
 
-/* The UUID7_LEN bytes at p are a string literal's whole text with no
- * escape, equal to want_id when there is one. */
-static bool plain_id(const char *p, const char *want_id)
-{
-    if (want_id)
-        return !memcmp(p, want_id, UUID7_LEN) && !want_id[UUID7_LEN];
-    for (size_t i = 0; i < UUID7_LEN; i++)
-        if (p[i] == '"' || p[i] == '\\' || (unsigned char)p[i] < 0x20)
-            return false;
-    return true;
-}
-
-/* The data bytes of a canonical put envelope j (of want_id, if set). */
-static bool put_data(const char *j, size_t jl, const char *want_id, const char **d, size_t *dl)
-{
-    size_t head = PUT_PREFIX_LEN + UUID7_LEN + 9;
-    if (jl > head + 1 && !memcmp(j, PUT_PREFIX, PUT_PREFIX_LEN) &&
-        !memcmp(j + PUT_PREFIX_LEN + UUID7_LEN, "\",\"data\":", 9) && j[jl - 1] == '}' &&
-        plain_id(j + PUT_PREFIX_LEN, want_id)) {
-        *d = j + head;
-        *dl = jl - head - 1;
-        return true;
-    }
-    return false;
-}
-
-bool seglog__put_raw(const char *j, size_t jl, const char *want_id, const char **raw,
-                     size_t *rawlen)
-{
-    /* an object (reccanon refuses {} and integer keys) is handed out as it
-     * is; a list would become {} */
-    const char *d;
-    size_t dl;
-    if (!put_data(j, jl, want_id, &d, &dl) || *d != '{' || !reccanon_value_is_canonical(d, dl))
-        return false;
-    *raw = d;
-    *rawlen = dl;
-    return true;
-}
-
-int seglog__decode_envelope(const char *j, size_t jl, const char *want_id, json_t **data,
-                            storh_err *err)
-{
-    /* the canonical put line ({"op":"put","id":"<id>","data":<data>}):
-     * only data is decoded (canonical bytes without a general parser);
-     * anything else takes the whole parse */
-    const char *dp;
-    size_t dl;
-    if (put_data(j, jl, want_id, &dp, &dl)) {
-        json_t *d = *dp == '{' ? reccanon_value_decode(dp, dl) : NULL;
-        if (d) {
-            *data = d; /* an object with no integer key: as it is */
-            return 0;
-        }
-        d = sjson_loadb(dp, dl, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
-        if (d) {
-            *data = sjson_string_keyed(d);
-            json_decref(d);
-            return 0;
-        }
-    }
-    json_t *env = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
-    const char *op = json_string_value(json_object_get(env, "op"));
-    const char *id = json_string_value(json_object_get(env, "id"));
-    if (!env || !op || !id || strcmp(op, "put") || (want_id && strcmp(id, want_id))) {
-        json_decref(env);
-        return storh_err_set(err, STORH_ECORRUPT,
-                             "Segmented log state index points at the wrong record.");
-    }
-    *data = seglog_envelope_data(env);
-    json_decref(env);
-    return 0;
-}
-
-int seglog__decode_put(const char *line, size_t len, const char *want_id, json_t **data,
-                       storh_err *err)
-{
-    const char *j;
-    size_t jl;
-    int rc = frame_decode(line, len, false, &j, &jl, err);
-    return rc ? rc : seglog__decode_envelope(j, jl, want_id, data, err);
-}
-
 int seglog_get(seglog *s, const char *id, json_t **data, storh_err *err)
 {
     if (!uuid7_is_valid(id, strlen(id)))
@@ -776,20 +718,5 @@ int seglog_get(seglog *s, const char *id, json_t **data, storh_err *err)
     if (!rc)
         rc = seglog__decode_put(line.data, line.len, id, data, err);
     buf_free(&line);
-    return rc;
-}
-
-int seglog_count(seglog *s, size_t *count, storh_err *err)
-{
-    pthread_mutex_lock(&s->mu);
-    int rc = seglog__refresh(s, err);
-    size_t n = 0, pos = 0;
-    const char *k;
-    void *v;
-    while (!rc && idmap_next(&s->state, &pos, &k, &v))
-        if (!((live *)v)->deleted)
-            n++;
-    pthread_mutex_unlock(&s->mu);
-    *count = n;
     return rc;
 }

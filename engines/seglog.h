@@ -38,7 +38,9 @@
  * that excludes other processes (PHP storh included). Every read (get,
  * iterate, count, stats) and every write first catches up with what other
  * processes published: a stat of the manifest and of the active segment,
- * then only the new lines are read (a changed manifest replays the log). */
+ * then only the new lines are read (a changed manifest replays the log);
+ * while the log's inotify watch (logwatch.c) saw nothing change since the
+ * last such check, one empty read of it instead of the stats. */
 #ifndef STORH_SEGLOG_H
 #define STORH_SEGLOG_H
 

@@ -44,7 +44,7 @@ static int finish_output(seglog *s, out_file *o, bool fs, seg **outs, size_t *no
         rc = fsx_write_file(path, o->bytes.data, o->bytes.len, !fs, err);
     if (!rc) {
         seglog__index_name_for(o->g.file, o->g.index);
-        rc = seglog__write_sparse_as(s, &o->g, !fs, err);
+        rc = seglog__write_sparse_as(s, &o->g, fs ? SPARSE_NOSYNC : SPARSE_PUBLISH, err);
     }
     if (rc)
         return rc;

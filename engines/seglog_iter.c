@@ -22,8 +22,11 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "frame.h"
 #include "fsx.h"
 #include "idmap.h"
+#include "reccanon.h"
+#include "sjson.h"
 #include "seglog_int.h"
 
 /* ---------- streaming reads ---------- */
@@ -439,4 +442,89 @@ void seglog_iter_close(seglog_iter *it)
     free(it->hits);
     buf_free(&it->seg);
     free(it);
+}
+
+/* ---------- envelopes ---------- */
+
+/* The UUID7_LEN bytes at p are a string literal's whole text with no
+ * escape, equal to want_id when there is one. */
+static bool plain_id(const char *p, const char *want_id)
+{
+    if (want_id)
+        return !memcmp(p, want_id, UUID7_LEN) && !want_id[UUID7_LEN];
+    for (size_t i = 0; i < UUID7_LEN; i++)
+        if (p[i] == '"' || p[i] == '\\' || (unsigned char)p[i] < 0x20)
+            return false;
+    return true;
+}
+
+/* The data bytes of a canonical put envelope j (of want_id, if set). */
+static bool put_data(const char *j, size_t jl, const char *want_id, const char **d, size_t *dl)
+{
+    size_t head = PUT_PREFIX_LEN + UUID7_LEN + 9;
+    if (jl > head + 1 && !memcmp(j, PUT_PREFIX, PUT_PREFIX_LEN) &&
+        !memcmp(j + PUT_PREFIX_LEN + UUID7_LEN, "\",\"data\":", 9) && j[jl - 1] == '}' &&
+        plain_id(j + PUT_PREFIX_LEN, want_id)) {
+        *d = j + head;
+        *dl = jl - head - 1;
+        return true;
+    }
+    return false;
+}
+
+bool seglog__put_raw(const char *j, size_t jl, const char *want_id, const char **raw,
+                     size_t *rawlen)
+{
+    /* an object (reccanon refuses {} and integer keys) is handed out as it
+     * is; a list would become {} */
+    const char *d;
+    size_t dl;
+    if (!put_data(j, jl, want_id, &d, &dl) || *d != '{' || !reccanon_value_is_canonical(d, dl))
+        return false;
+    *raw = d;
+    *rawlen = dl;
+    return true;
+}
+
+int seglog__decode_envelope(const char *j, size_t jl, const char *want_id, json_t **data,
+                            storh_err *err)
+{
+    /* the canonical put line ({"op":"put","id":"<id>","data":<data>}):
+     * only data is decoded (canonical bytes without a general parser);
+     * anything else takes the whole parse */
+    const char *dp;
+    size_t dl;
+    if (put_data(j, jl, want_id, &dp, &dl)) {
+        json_t *d = *dp == '{' ? reccanon_value_decode(dp, dl) : NULL;
+        if (d) {
+            *data = d; /* an object with no integer key: as it is */
+            return 0;
+        }
+        d = sjson_loadb(dp, dl, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
+        if (d) {
+            *data = sjson_string_keyed(d);
+            json_decref(d);
+            return 0;
+        }
+    }
+    json_t *env = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
+    const char *op = json_string_value(json_object_get(env, "op"));
+    const char *id = json_string_value(json_object_get(env, "id"));
+    if (!env || !op || !id || strcmp(op, "put") || (want_id && strcmp(id, want_id))) {
+        json_decref(env);
+        return storh_err_set(err, STORH_ECORRUPT,
+                             "Segmented log state index points at the wrong record.");
+    }
+    *data = seglog_envelope_data(env);
+    json_decref(env);
+    return 0;
+}
+
+int seglog__decode_put(const char *line, size_t len, const char *want_id, json_t **data,
+                       storh_err *err)
+{
+    const char *j;
+    size_t jl;
+    int rc = frame_decode(line, len, false, &j, &jl, err);
+    return rc ? rc : seglog__decode_envelope(j, jl, want_id, data, err);
 }

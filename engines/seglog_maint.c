@@ -266,6 +266,21 @@ void seglog__counters_note(seglog *s, int op, bool fresh, const char *line, size
     json_decref(env);
 }
 
+int seglog_count(seglog *s, size_t *count, storh_err *err)
+{
+    pthread_mutex_lock(&s->mu);
+    int rc = seglog__refresh(s, err);
+    size_t n = 0, pos = 0;
+    const char *k;
+    void *v;
+    while (!rc && idmap_next(&s->state, &pos, &k, &v))
+        if (!((live *)v)->deleted)
+            n++;
+    pthread_mutex_unlock(&s->mu);
+    *count = n;
+    return rc;
+}
+
 int seglog_count_eq(seglog *s, const char *field, const json_t *value, size_t *n, bool *served,
                     storh_err *err)
 {

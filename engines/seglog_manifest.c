@@ -202,10 +202,10 @@ void seglog__remove_unreferenced(seglog *s)
 
 int seglog__write_sparse(seglog *s, seg *g, storh_err *err)
 {
-    return seglog__write_sparse_as(s, g, true, err);
+    return seglog__write_sparse_as(s, g, SPARSE_PUBLISH, err);
 }
 
-int seglog__write_sparse_as(seglog *s, seg *g, bool publish, storh_err *err)
+int seglog__write_sparse_as(seglog *s, seg *g, int how, storh_err *err)
 {
     json_t *entries = json_array();
     for (size_t i = 0; i < g->nsp; i++) {
@@ -221,9 +221,11 @@ int seglog__write_sparse_as(seglog *s, seg *g, bool publish, storh_err *err)
     char path[PATH_MAX];
     if (!rc)
         rc = seglog__seg_path(s, g->index, path, err);
+    if (!rc && how == SPARSE_SYNC && unlink(path) != 0 && errno != ENOENT)
+        rc = storh_err_sys(err, errno, "Could not replace %s", path); /* an earlier roll's */
     if (!rc)
-        rc = publish ? fsx_publish(path, b.data, b.len, err)
-                     : fsx_write_file(path, b.data, b.len, false, err);
+        rc = how == SPARSE_PUBLISH ? fsx_publish(path, b.data, b.len, err)
+                                   : fsx_write_file(path, b.data, b.len, how == SPARSE_SYNC, err);
     buf_free(&b);
     return rc;
 }
@@ -249,7 +251,9 @@ int seglog__roll(seglog *s, storh_err *err)
     if (a->records == 0)
         return 0;
     seglog__index_name_for(a->file, a->index);
-    int rc = seglog__write_sparse(s, a, err);
+    /* in place: no manifest names it until the roll's, and the directory
+     * fsync below makes its name durable with the new segment's */
+    int rc = seglog__write_sparse_as(s, a, SPARSE_SYNC, err);
     if (rc) {
         a->index[0] = '\0';
         return rc;

@@ -13,6 +13,7 @@
 #include "budget.h"
 #include "fsx.h"
 #include "fwatch.h"
+#include "logwatch.h"
 #include "auth.h"
 #include "rpc.h"
 #include "h_mirror.h"
@@ -129,6 +130,7 @@ int main(int argc, char **argv)
     svc.cfg.max_conns = svc.budget.max_conns;
     rcache_set_budget(svc.budget.cache_bytes_total);
     fwatch_set_enabled(config_cache_watch(&svc.cfg) == 1);
+    logwatch_set_enabled(config_cache_watch(&svc.cfg) == 1);
     svc.reg = registry_new(svc.cfg.root, config_cache_mode(&svc.cfg), (size_t)svc.cfg.cache_entries,
                            svc.cfg.cache_bytes, svc.budget.max_open_engines);
     if (svc.reg)

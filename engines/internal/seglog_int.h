@@ -1,6 +1,7 @@
 /* seglog_int: the private layout of a seglog (struct seglog, its segments,
  * the state index entries) and the helpers its modules share: seglog.c
- * (open, replay, catch-up, append, get), seglog_manifest.c (the manifest and
+ * (open, replay, catch-up, append, get; logwatch spares a read's stats),
+ * seglog_manifest.c (the manifest and
  * the roll), seglog_batch.c, seglog_iter.c, seglog_compact.c and
  * seglog_maint.c. Included only by those files. */
 #ifndef STORH_SEGLOG_INT_H
@@ -15,6 +16,7 @@
 #include "fsx.h"
 #include "gcommit.h"
 #include "idmap.h"
+#include "logwatch.h"
 #include "seglog.h"
 
 #define NAME_CAP 64
@@ -73,6 +75,9 @@ struct seglog {
     bad_line *bad;
     size_t nbad;
     struct stat manifest_st;
+    /* NULL: every read stats the manifest and the active segment; else
+     * only when the watch saw a change since the last such check */
+    logwatch *watch;
     gcommit gc;
     unsigned long tmp_seq;
     /* equality counters, storh's count() fast path: field -> {SJSON(value)
@@ -115,6 +120,8 @@ int seglog__append_lines(seglog *s, const char *lines, size_t len, gcommit_ticke
                          storh_err *err);
 int seglog__encode_put(buf *line, const char *id, const json_t *data, storh_err *err);
 int seglog__resolve_id(const char *id, char out[UUID7_LEN + 1], storh_err *err);
+
+/* seglog_iter.c (besides the iterator): the envelope of a record line */
 int seglog__decode_put(const char *line, size_t len, const char *want_id, json_t **data,
                        storh_err *err);
 /* seglog__decode_put of an envelope whose frame was checked. */
@@ -135,9 +142,12 @@ int seglog__touch(const char *path, storh_err *err);
 int seglog__open_active(seglog *s, storh_err *err);
 void seglog__remove_unreferenced(seglog *s);
 int seglog__write_sparse(seglog *s, seg *g, storh_err *err);
-/* publish false: written in place without fsync, for a file no manifest
- * names yet whose writer makes it durable (compaction's syncfs). */
-int seglog__write_sparse_as(seglog *s, seg *g, bool publish, storh_err *err);
+/* How a sparse index is written: published (temp file, fsync, rename,
+ * directory fsync); or in place, for a file no manifest names yet, with an
+ * fsync whose directory fsync the caller owes before a manifest names it
+ * (the roll), or without one (compaction's syncfs makes it durable). */
+enum { SPARSE_PUBLISH, SPARSE_SYNC, SPARSE_NOSYNC };
+int seglog__write_sparse_as(seglog *s, seg *g, int how, storh_err *err);
 void seglog__index_name_for(const char *file, char *out);
 int seglog__roll(seglog *s, storh_err *err);
 
