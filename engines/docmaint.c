@@ -17,16 +17,18 @@ typedef struct scan_totals {
     long long records, bytes, corrupt;
 } scan_totals;
 
-/* A full scan; build (may be NULL) receives every readable record. */
-static int scan(docstore *ds, scan_totals *t, docindex_build *build, json_t *corrupt_ids,
-                storh_err *err)
+/* A full scan; build (may be NULL) receives every readable record; with
+ * bytes, t->bytes adds up the files' sizes (a stat each: stats and health
+ * report it, a rebuild does not need it). */
+static int scan(docstore *ds, scan_totals *t, bool bytes, docindex_build *build,
+                json_t *corrupt_ids, storh_err *err)
 {
     memset(t, 0, sizeof *t);
     docstore_iter *it;
     int rc = docstore_iter_open(ds, NULL, &it, err);
     if (rc)
         return rc;
-    t->bytes = docstore_iter_bytes(it);
+    t->bytes = bytes ? docstore_iter_bytes(it) : 0;
     /* an index build reads the indexed fields only */
     const char **fields = build && ds->ix.n ? malloc(ds->ix.n * sizeof *fields) : NULL;
     for (size_t i = 0; fields && i < ds->ix.n; i++)
@@ -71,7 +73,7 @@ static json_t *stats_json(docstore *ds, const scan_totals *t)
 int docstore_stats(docstore *ds, json_t **out, storh_err *err)
 {
     scan_totals t = {0};
-    int rc = scan(ds, &t, NULL, NULL, err);
+    int rc = scan(ds, &t, true, NULL, NULL, err);
     if (rc)
         return rc;
     *out = stats_json(ds, &t);
@@ -85,7 +87,7 @@ int docstore_health(docstore *ds, json_t **out, storh_err *err)
     int rc = docindex_active(&ds->ix) ? docindex_build_begin(&ds->ix, &b, err) : 0;
     scan_totals t = {0};
     if (!rc)
-        rc = scan(ds, &t, b, NULL, err);
+        rc = scan(ds, &t, true, b, NULL, err);
     json_t *errors = json_array();
     if (!rc && t.corrupt > 0) {
         char msg[64];
@@ -113,7 +115,7 @@ int docstore_reindex_locked(docstore *ds, json_t **out, storh_err *err)
     int rc = docindex_build_begin(&ds->ix, &b, err);
     scan_totals t = {0};
     if (!rc)
-        rc = scan(ds, &t, b, NULL, err);
+        rc = scan(ds, &t, false, b, NULL, err);
     if (!rc)
         rc = docindex_build_finish(b, err);
     else
@@ -174,7 +176,7 @@ int docstore_repair(docstore *ds, json_t **out, storh_err *err)
     writers_sweep(ds->dir, NULL);
     json_t *bad = json_array();
     scan_totals t = {0};
-    rc = scan(ds, &t, NULL, bad, err);
+    rc = scan(ds, &t, false, NULL, bad, err);
     size_t i;
     json_t *id;
     json_array_foreach (bad, i, id) {
@@ -195,7 +197,7 @@ int docstore_repair(docstore *ds, json_t **out, storh_err *err)
 int docstore_compact(docstore *ds, json_t **out, storh_err *err)
 {
     scan_totals t = {0};
-    int rc = scan(ds, &t, NULL, NULL, err);
+    int rc = scan(ds, &t, false, NULL, NULL, err);
     if (rc)
         return rc;
     *out = json_pack("{sbsI}", "ok", 1, "records", (json_int_t)t.records);
