@@ -27,7 +27,11 @@
 #include "recfile.h"
 #include "mirror_int.h"
 
-#define RING 64
+/* Items the reader may make ahead: more than two INSERT batches, so the
+ * reader goes on reading while the push inserts one batch (with 64 items,
+ * fewer than a batch of 100, each thread waited for the other about a
+ * third of a push) */
+#define RING 256
 
 struct mfeed {
     const mirror *m;
@@ -136,12 +140,20 @@ static void produce(mfeed *f, mfeed_item *it)
         }
         char path[PATH_MAX];
         struct stat st;
-        if (recfile_list_path(&f->l, i, path) != 0)
+        /* opened relative to data/: two names walked, not the root's path */
+        bool rel = f->datafd >= 0 && entry_rel(f, i, path) == 0;
+        if (!rel && recfile_list_path(&f->l, i, path) != 0)
             continue; /* as the stream: a name too long to open */
-        int rc = mirror__row_file(f->m, f->c, &it->r, path, key, &st, &it->err);
+        int rc = mirror__row_file(f->m, f->c, &it->r, rel ? f->datafd : AT_FDCWD, path, key, &st,
+                                  &it->err);
         if (rc == STORH_ENOTFOUND)
             continue; /* deleted since the listing */
         if (rc) {
+            if (rel) { /* the message names the file under data/ */
+                char msg[sizeof it->err.msg];
+                memcpy(msg, it->err.msg, sizeof msg);
+                storh_err_set(&it->err, rc, "%s (under %s)", msg, f->data);
+            }
             it->kind = MFEED_ERR;
             it->rc = rc;
             f->next = f->l.n;

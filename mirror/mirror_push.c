@@ -3,6 +3,7 @@
  * /metrics reads of each push. */
 #include "mirror.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -476,7 +477,7 @@ static int flush_record(mirror *m, const mirror_coll *c, const mirror_source *sr
             return 0;
         }
     }
-    rc = mirror__row_file(m, c, r, path, id, &st, err);
+    rc = mirror__row_file(m, c, r, AT_FDCWD, path, id, &st, err);
     if (rc == STORH_ENOTFOUND) {
         if (memo)
             mmemo_forget(memo, id);

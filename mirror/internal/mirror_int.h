@@ -102,10 +102,11 @@ long mirror__feed_close(mfeed *f);
 void mirror__row_free(mrow *r);
 /* The row of data under id (data is referenced, not copied). */
 int mirror__row_data(mrow *r, const char *id, const json_t *data, storh_err *err);
-/* Reads the record file at path (its state into *st) and makes its row:
- * from its bytes when they are canonical, else decoded as a record of id
- * (a file that does not decode is an error, as a stream reports it). */
-int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, const char *path,
+/* Reads the record file at path, relative to dirfd (AT_FDCWD: as it is;
+ * its state into *st) and makes its row: from its bytes when they are
+ * canonical, else decoded as a record of id (a file that does not decode
+ * is an error, as a stream reports it). */
+int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, int dirfd, const char *path,
                      const char *id, struct stat *st, storh_err *err);
 /* The row's parameters in insert order (2 + typed + 1 of them). */
 int mirror__row_params(const mirror *m, const mirror_coll *c, const mrow *r, mparam *p);
