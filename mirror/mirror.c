@@ -174,7 +174,7 @@ void mirror_free(mirror *m)
 {
     if (!m)
         return;
-    mirror__kept_drop(m, NULL);
+    mirror__kept_free(m);
     for (size_t i = 0; i < m->n; i++) {
         free(m->c[i]->name);
         free(m->c[i]->table);
@@ -235,7 +235,14 @@ struct mmemo *mirror__memo(mirror *m, const mirror_coll *c)
 void mirror__kept_drop(mirror *m, const mirror_coll *c)
 {
     for (size_t i = 0; i < m->n; i++)
-        if ((!c || m->c[i] == c) && m->c[i]->kept) {
+        if ((!c || m->c[i] == c) && m->c[i]->kept)
+            m->c[i]->kept->valid = false;
+}
+
+void mirror__kept_free(mirror *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->c[i]->kept) {
             idmap_free(&m->c[i]->kept->rows);
             free(m->c[i]->kept);
             m->c[i]->kept = NULL;

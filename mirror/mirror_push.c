@@ -367,9 +367,10 @@ static int db_version(mirror *m, long long *version, bool *known, storh_err *err
     return mdriver_query(m->db, m->db->ops->data_version_sql, NULL, 0, version_row, version, err);
 }
 
-/* The rows kept of c's table, taken out of c (NULL: none, or not of this
- * version), every row's seen and listed cleared. */
-static mkept *kept_take(mirror *m, const mirror_coll *c, long long version)
+/* The rows kept of c's table, taken out of c (NULL: none). When they are
+ * still the table's at this version (*known), every row's seen and listed
+ * are cleared; else they are emptied, their memory kept for the push. */
+static mkept *kept_take(mirror *m, const mirror_coll *c, long long version, bool *known)
 {
     mkept *k = NULL;
     for (size_t i = 0; i < m->n && !k; i++)
@@ -377,15 +378,13 @@ static mkept *kept_take(mirror *m, const mirror_coll *c, long long version)
             k = m->c[i]->kept;
             m->c[i]->kept = NULL;
         }
-    if (k && k->version != version) {
-        idmap_free(&k->rows);
-        free(k);
-        return NULL;
-    }
+    *known = k && k->valid && k->version == version;
+    if (k && !*known)
+        idmap_clear(&k->rows);
     size_t pos = 0;
     const char *id;
     void *v;
-    while (k && idmap_next(&k->rows, &pos, &id, &v))
+    while (*known && idmap_next(&k->rows, &pos, &id, &v))
         ((have_row *)v)->seen = ((have_row *)v)->listed = false;
     return k;
 }
@@ -419,6 +418,7 @@ static void kept_put(push_ctx *x, long long version)
         return;
     k->rows = x->rows;
     k->version = version;
+    k->valid = true;
     memset(&x->rows, 0, sizeof x->rows); /* the kept rows own it now */
     for (size_t i = 0; i < x->m->n; i++)
         if (x->m->c[i] == x->c)
@@ -447,7 +447,8 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
     if (!rc)
         rc = db_version(m, &version, &versioned, err);
     /* taken even by a rebuild: what is kept goes stale with this push */
-    mkept *kept = kept_take(m, c, version);
+    bool known = false;
+    mkept *kept = kept_take(m, c, version, &known);
     if (rc) {
         if (kept)
             idmap_free(&kept->rows);
@@ -457,20 +458,19 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
     }
     push_ctx x = {.m = m, .c = c, .odd = json_object(), .memo = mirror__memo(m, c)};
     x.keepable = versioned;
-    /* no other connection wrote since our last push, nor anything else on
-     * ours: the table holds what that push left */
-    bool known = kept && !rebuild;
+    /* known: no other connection wrote since our last push, nor anything
+     * else on ours, so the table holds what that push left */
     if (kept) {
-        if (known)
-            x.rows = kept->rows;
-        else
-            idmap_free(&kept->rows);
+        if (rebuild && known)
+            idmap_clear(&kept->rows); /* the table is emptied below */
+        known = known && !rebuild;
+        x.rows = kept->rows; /* the rows, or emptied memory */
         free(kept);
     }
     insert_sql(m, c, &x.ins);
     x.pend = calloc(INSERT_BATCH, sizeof *x.pend);
     x.params = calloc(INSERT_BATCH * (size_t)x.ins.ncols, sizeof *x.params);
-    if ((!known && idmap_init(&x.rows, sizeof(have_row)) != 0) || !x.odd || !x.pend || !x.params ||
+    if ((!kept && idmap_init(&x.rows, sizeof(have_row)) != 0) || !x.odd || !x.pend || !x.params ||
         buf_failed(&x.ins.sql) || (!c->is_log && !x.memo))
         rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     buf_printf(&x.del, "DELETE FROM \"%s\" WHERE \"id\" = %s", c->table,
