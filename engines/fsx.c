@@ -83,7 +83,12 @@ int fsx_read_all(const char *path, buf *out, storh_err *err)
 
 int fsx_read_all_stat(const char *path, buf *out, struct stat *st, storh_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    return fsx_read_all_statat(AT_FDCWD, path, out, st, err);
+}
+
+int fsx_read_all_statat(int dirfd, const char *path, buf *out, struct stat *st, storh_err *err)
+{
+    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return storh_err_set(err, STORH_ENOTFOUND, "No such file: %s", path);

@@ -24,6 +24,9 @@ int fsx_read_all(const char *path, buf *out, storh_err *err);
  * its bytes (a failed fstat is then an error). A file whose size fstat gave
  * is read in one read(2). */
 int fsx_read_all_stat(const char *path, buf *out, struct stat *st, storh_err *err);
+/* As fsx_read_all_stat, path relative to the directory dirfd (AT_FDCWD:
+ * as fsx_read_all_stat); messages name path as given. */
+int fsx_read_all_statat(int dirfd, const char *path, buf *out, struct stat *st, storh_err *err);
 /* Creates path exclusively, writes data, fsyncs and closes it. On failure the
  * file is removed. */
 int fsx_write_synced(const char *path, const void *data, size_t len, storh_err *err);

@@ -73,7 +73,7 @@ static int add_file(recfile_list *l, uint32_t dir, const char *name, size_t klen
     return 0;
 }
 
-static int walk(recfile_list *l, const char *dir, int depth)
+static int walk(recfile_list *l, const char *dir, int depth, recfile_keep_fn keep, void *ctx)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -99,9 +99,9 @@ static int walk(recfile_list *l, const char *dir, int depth)
             type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
         }
         if (type == DT_DIR && depth < 64) {
-            rc = walk(l, path, depth + 1);
+            rc = walk(l, path, depth + 1, keep, ctx);
         } else if (type == DT_REG && nl > 6 && !strcmp(nm + nl - 6, ".jsonc")) {
-            if (strlen(dir) + 1 + nl >= PATH_MAX)
+            if (strlen(dir) + 1 + nl >= PATH_MAX || (keep && !keep(ctx, dirfd(d), nm, nl - 6)))
                 continue;
             if (!have_dir && (rc = add_dir(l, dir, &didx)) != 0)
                 break;
@@ -127,8 +127,13 @@ static int ent_cmp(const void *a, const void *b, void *arena)
 
 int recfile_list_open(const char *datadir, recfile_list *l)
 {
+    return recfile_list_open_keep(datadir, l, NULL, NULL);
+}
+
+int recfile_list_open_keep(const char *datadir, recfile_list *l, recfile_keep_fn keep, void *ctx)
+{
     memset(l, 0, sizeof *l);
-    if (walk(l, datadir, 0) != 0) {
+    if (walk(l, datadir, 0, keep, ctx) != 0) {
         int e = errno;
         recfile_list_free(l);
         errno = e;

@@ -6,6 +6,7 @@
 #ifndef STORH_RECFILE_H
 #define STORH_RECFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -34,6 +35,12 @@ typedef struct recfile_list {
  * an empty list. On error errno tells why; l is left empty. Free with
  * recfile_list_free. */
 int recfile_list_open(const char *datadir, recfile_list *l);
+/* Whether a file found goes into the listing: name is its name in the
+ * directory dirfd, its key the first klen bytes. */
+typedef bool (*recfile_keep_fn)(void *ctx, int dirfd, const char *name, size_t klen);
+/* As recfile_list_open, leaving out each file keep returns false for
+ * (called as the files are found, before the sort; NULL keeps all). */
+int recfile_list_open_keep(const char *datadir, recfile_list *l, recfile_keep_fn keep, void *ctx);
 void recfile_list_free(recfile_list *l);
 static inline const char *recfile_list_key(const recfile_list *l, size_t i)
 {

@@ -36,6 +36,10 @@ typedef struct mdriver_ops {
      * once (BEGIN IMMEDIATE), so a transaction that read first cannot fail
      * with a stale snapshot when another process wrote in between */
     const char *begin_write_sql;
+    /* one integer that changes when another connection committed since
+     * this one last looked, and not for this one's own commits (SQLite's
+     * PRAGMA data_version); NULL when the database tells no such thing */
+    const char *data_version_sql;
     int (*exec)(mdriver *d, const char *sql, const mparam *p, int np, storh_err *err);
     int (*query)(mdriver *d, const char *sql, const mparam *p, int np, mrow_fn fn, void *ctx,
                  storh_err *err);

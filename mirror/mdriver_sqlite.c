@@ -133,6 +133,7 @@ static const mdriver_ops sq_ops = {
     .quote = '"',
     .has_table_sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
     .begin_write_sql = "BEGIN IMMEDIATE",
+    .data_version_sql = "PRAGMA data_version",
     .exec = sq_exec,
     .query = sq_query,
     .close = sq_close,

@@ -174,6 +174,7 @@ void mirror_free(mirror *m)
 {
     if (!m)
         return;
+    mirror__kept_free(m);
     for (size_t i = 0; i < m->n; i++) {
         free(m->c[i]->name);
         free(m->c[i]->table);
@@ -231,10 +232,28 @@ struct mmemo *mirror__memo(mirror *m, const mirror_coll *c)
     return NULL;
 }
 
+void mirror__kept_drop(mirror *m, const mirror_coll *c)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if ((!c || m->c[i] == c) && m->c[i]->kept)
+            m->c[i]->kept->valid = false;
+}
+
+void mirror__kept_free(mirror *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->c[i]->kept) {
+            idmap_free(&m->c[i]->kept->rows);
+            free(m->c[i]->kept);
+            m->c[i]->kept = NULL;
+        }
+}
+
 int mirror__connect_db(mirror *m, storh_err *err)
 {
     if (m->db)
         return 0;
+    mirror__kept_drop(m, NULL); /* what was kept is of another connection */
     return mdriver_open(m->driver, m->target, &m->db, err);
 }
 
@@ -323,6 +342,7 @@ int mirror_install(mirror *m, const mirror_coll *c, storh_err *err)
     pthread_mutex_lock(&m->mu);
     json_t *stmts = NULL;
     int rc = mirror__connect_db(m, err);
+    mirror__kept_drop(m, c);
     if (!rc)
         rc = mirror_ddl(m, c, &stmts, err);
     if (!rc)
@@ -339,6 +359,7 @@ int mirror_uninstall(mirror *m, const mirror_coll *c, storh_err *err)
     int rc = mirror__connect_db(m, err);
     char sql[256];
     snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS \"%s\"", c->table);
+    mirror__kept_drop(m, c);
     if (!rc)
         rc = mdriver_exec(m->db, sql, NULL, 0, err);
     rc = mirror__settle(m, rc);

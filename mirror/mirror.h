@@ -30,6 +30,7 @@ typedef struct mirror_coll {
     schema sch;              /* typed columns; may be empty */
     unsigned long long mark; /* mirror_writes() when its last good push began */
     struct mmemo *memo;      /* its record files as last read (mmemo.h); lazily */
+    struct mkept *kept;      /* its table's rows as its last push left them (mirror_int.h) */
 } mirror_coll;
 
 typedef struct mirror_source {

@@ -6,7 +6,10 @@
  * emptying it); it takes no record until mirror__feed_start says the row
  * map is complete. Then for each record it either knows it unchanged (its
  * file has the state the memo holds and the row holds the memo's hash: one
- * fstatat) or reads it and makes its row (mirror_rows.c). The push consumes
+ * fstatat) or reads it and makes its row (mirror_rows.c). When the row map
+ * is complete before the feed opens (the push kept it), each file is
+ * stated as it is listed, relative to its shard, and a record known
+ * unchanged never enters the listing (nor its sort). The push consumes
  * the items in order from a ring. During the walk the memo belongs to the
  * reader and the row map is only read by it (the push sets have_row.seen,
  * a field the reader never reads). Every push has its reader (a listing is
@@ -27,12 +30,17 @@
 #include "recfile.h"
 #include "mirror_int.h"
 
-#define RING 64
+/* Items the reader may make ahead: more than two INSERT batches, so the
+ * reader goes on reading while the push inserts one batch (with 64 items,
+ * fewer than a batch of 100, each thread waited for the other about a
+ * third of a push) */
+#define RING 256
 
 struct mfeed {
     const mirror *m;
     const mirror_coll *c;
     const idmap *rows;
+    bool complete; /* rows was complete at open: files are judged as listed */
     mmemo *memo;
     char data[PATH_MAX]; /* data/ */
     bool listed;         /* l, datafd and datalen are made (list_rc: how) */
@@ -93,12 +101,49 @@ static int known_unchanged(mfeed *f, size_t i, const have_row *have)
     return h && !memcmp(h, have->hash, 32);
 }
 
+/* A file as it is listed (rows complete): false, left out, when it is
+ * gone or known unchanged (its row marked seen). Of two files of one id
+ * the later listed wins, as in the listing: one found after a file of its
+ * id was left out goes in (that one no longer counts), and one found after
+ * a file of its id went in goes in too. */
+static bool keep_file(void *p, int dirfd, const char *name, size_t klen)
+{
+    mfeed *f = p;
+    char key[IDMAP_KEY + 1];
+    if (klen != IDMAP_KEY)
+        return true;
+    memcpy(key, name, IDMAP_KEY);
+    key[IDMAP_KEY] = '\0';
+    have_row *have = uuid7_is_valid(key, IDMAP_KEY) ? idmap_get(f->rows, key) : NULL;
+    if (!have)
+        return true;
+    if (have->seen) {
+        have->seen = false;
+        f->unchanged--;
+    } else if (!have->listed && have->ok) {
+        struct stat st;
+        int s = fstatat(dirfd, name, &st, 0);
+        if (s != 0 && errno == ENOENT) /* deleted since readdir */
+            return false;
+        /* a file that cannot be stated is read: the read says why */
+        const char *h = s == 0 ? mmemo_hash(f->memo, key, &st) : NULL;
+        if (h && !memcmp(h, have->hash, 32)) {
+            have->seen = true;
+            f->unchanged++;
+            return false;
+        }
+    }
+    have->listed = true;
+    return true;
+}
+
 /* Lists data/ (the reader's, or the push's without a thread). */
 static void list(mfeed *f)
 {
     f->listed = true;
     f->datafd = -1;
-    if (recfile_list_open(f->data, &f->l) != 0) {
+    bool judge = f->complete && f->memo;
+    if (recfile_list_open_keep(f->data, &f->l, judge ? keep_file : NULL, f) != 0) {
         f->list_rc = storh_err_sys(&f->list_err, errno, "Could not list records under %s", f->data);
         return;
     }
@@ -124,7 +169,7 @@ static void produce(mfeed *f, mfeed_item *it)
         const char *key = recfile_list_key(&f->l, i);
         bool uuid = f->l.e[i].klen == IDMAP_KEY && uuid7_is_valid(key, IDMAP_KEY);
         it->have = uuid ? idmap_get(f->rows, key) : NULL;
-        if (it->have && f->memo) {
+        if (it->have && f->memo && !f->complete) { /* else judged as listed */
             int k = known_unchanged(f, i, it->have);
             if (k < 0)
                 continue;
@@ -136,12 +181,20 @@ static void produce(mfeed *f, mfeed_item *it)
         }
         char path[PATH_MAX];
         struct stat st;
-        if (recfile_list_path(&f->l, i, path) != 0)
+        /* opened relative to data/: two names walked, not the root's path */
+        bool rel = f->datafd >= 0 && entry_rel(f, i, path) == 0;
+        if (!rel && recfile_list_path(&f->l, i, path) != 0)
             continue; /* as the stream: a name too long to open */
-        int rc = mirror__row_file(f->m, f->c, &it->r, path, key, &st, &it->err);
+        int rc = mirror__row_file(f->m, f->c, &it->r, rel ? f->datafd : AT_FDCWD, path, key, &st,
+                                  &it->err);
         if (rc == STORH_ENOTFOUND)
             continue; /* deleted since the listing */
         if (rc) {
+            if (rel) { /* the message names the file under data/ */
+                char msg[sizeof it->err.msg];
+                memcpy(msg, it->err.msg, sizeof msg);
+                storh_err_set(&it->err, rc, "%s (under %s)", msg, f->data);
+            }
             it->kind = MFEED_ERR;
             it->rc = rc;
             f->next = f->l.n;
@@ -192,12 +245,12 @@ static void *reader(void *p)
 }
 
 int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const idmap *rows,
-                      mmemo *memo, mfeed **out, storh_err *err)
+                      bool complete, mmemo *memo, mfeed **out, storh_err *err)
 {
     mfeed *f = calloc(1, sizeof *f);
     if (!f)
         return storh_err_oom(err);
-    *f = (mfeed){.m = m, .c = c, .rows = rows, .memo = memo, .datafd = -1};
+    *f = (mfeed){.m = m, .c = c, .rows = rows, .complete = complete, .memo = memo, .datafd = -1};
     int rc = fsx_pathf(f->data, err, "%s/data", docstore_dir(ds));
     if (rc) {
         free(f);

@@ -194,6 +194,7 @@ int mirror_scalar(mirror *m, const char *sql, const mparam *p, int np, char **ou
     *out = NULL;
     pthread_mutex_lock(&m->mu);
     int rc = mirror__connect_db(m, err);
+    mirror__kept_drop(m, NULL); /* the statement may write any table */
     if (!rc)
         rc = mdriver_query(m->db, sql, p, np, first_value, out, err);
     rc = mirror__settle(m, rc);

@@ -3,6 +3,7 @@
  * /metrics reads of each push. */
 #include "mirror.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,8 @@ typedef struct push_ctx {
     buf batch;      /* the multi-row INSERT of batch_n rows, made once */
     size_t batch_n;
     long inserted, updated, unchanged;
+    buf wrote;     /* id and hash of each row written, for the kept rows */
+    bool keepable; /* the rows may be kept (every row written has a 36-byte id) */
 } push_ctx;
 
 static int collect_row(void *ctx, int n, const char *const *v, const size_t *l)
@@ -179,6 +182,12 @@ static int consider(push_ctx *x, have_row *have, storh_err *err)
         return 0;
     }
     int rc = 0;
+    if (x->keepable && r->id.len == IDMAP_KEY) {
+        buf_append(&x->wrote, id, IDMAP_KEY);
+        buf_append(&x->wrote, r->hash, 32);
+    } else {
+        x->keepable = false;
+    }
     if (have || odd) {
         mparam p1 = {MPARAM_TEXT, id, r->id.len, 0, 0};
         rc = mdriver_exec(x->m->db, x->del.data, &p1, 1, err);
@@ -339,6 +348,83 @@ static void push_outcome(mirror *m, const mirror_coll *c, bool ok, unsigned long
             m->c[i]->mark = mark;
 }
 
+static int version_row(void *ctx, int n, const char *const *v, const size_t *l)
+{
+    (void)l;
+    if (n >= 1 && v[0])
+        *(long long *)ctx = strtoll(v[0], NULL, 10);
+    return 0;
+}
+
+/* Under the write lock: the database's version (*known false when the
+ * driver tells none). */
+static int db_version(mirror *m, long long *version, bool *known, storh_err *err)
+{
+    *known = m->db->ops->data_version_sql != NULL;
+    *version = -1;
+    if (!*known)
+        return 0;
+    return mdriver_query(m->db, m->db->ops->data_version_sql, NULL, 0, version_row, version, err);
+}
+
+/* The rows kept of c's table, taken out of c (NULL: none). When they are
+ * still the table's at this version (*known), every row's seen and listed
+ * are cleared; else they are emptied, their memory kept for the push. */
+static mkept *kept_take(mirror *m, const mirror_coll *c, long long version, bool *known)
+{
+    mkept *k = NULL;
+    for (size_t i = 0; i < m->n && !k; i++)
+        if (m->c[i] == c) {
+            k = m->c[i]->kept;
+            m->c[i]->kept = NULL;
+        }
+    *known = k && k->valid && k->version == version;
+    if (k && !*known)
+        idmap_clear(&k->rows);
+    size_t pos = 0;
+    const char *id;
+    void *v;
+    while (*known && idmap_next(&k->rows, &pos, &id, &v))
+        ((have_row *)v)->seen = ((have_row *)v)->listed = false;
+    return k;
+}
+
+/* After a good push: x->rows made what the table now holds (the rows no
+ * record claimed are gone, the rows written hold their new hash) and kept
+ * for c's next push. Nothing is kept when that fails. */
+static void kept_put(push_ctx *x, long long version)
+{
+    size_t pos = 0;
+    const char *id;
+    void *v;
+    while (idmap_next(&x->rows, &pos, &id, &v))
+        if (!((have_row *)v)->seen)
+            idmap_del(&x->rows, id); /* a delete only marks its slot */
+    bool ok = x->keepable && !buf_failed(&x->wrote);
+    for (size_t at = 0; ok && at < x->wrote.len; at += IDMAP_KEY + 32) {
+        char key[IDMAP_KEY + 1];
+        memcpy(key, x->wrote.data + at, IDMAP_KEY);
+        key[IDMAP_KEY] = '\0';
+        have_row *h = idmap_put(&x->rows, key, NULL);
+        if (!h) {
+            ok = false;
+            break;
+        }
+        memcpy(h->hash, x->wrote.data + at + IDMAP_KEY, 32);
+        h->ok = true;
+    }
+    mkept *k = ok && x->rows.len <= MMEMO_MAX ? malloc(sizeof *k) : NULL;
+    if (!k)
+        return;
+    k->rows = x->rows;
+    k->version = version;
+    k->valid = true;
+    memset(&x->rows, 0, sizeof x->rows); /* the kept rows own it now */
+    for (size_t i = 0; i < x->m->n; i++)
+        if (x->m->c[i] == x->c)
+            x->m->c[i]->kept = k;
+}
+
 /* Under mu: push in one transaction; any failure rolls it back. A rebuild
  * empties the table first, in that same transaction, so a rebuild that
  * fails leaves the mirror as it was. */
@@ -356,15 +442,35 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
     json_decref(ddl);
     if (!rc)
         rc = mdriver_begin_write(m->db, err);
+    long long version = -1;
+    bool versioned = false;
+    if (!rc)
+        rc = db_version(m, &version, &versioned, err);
+    /* taken even by a rebuild: what is kept goes stale with this push */
+    bool known = false;
+    mkept *kept = kept_take(m, c, version, &known);
     if (rc) {
+        if (kept)
+            idmap_free(&kept->rows);
+        free(kept);
         push_outcome(m, c, false, mark);
         return mirror__settle(m, rc);
     }
     push_ctx x = {.m = m, .c = c, .odd = json_object(), .memo = mirror__memo(m, c)};
+    x.keepable = versioned;
+    /* known: no other connection wrote since our last push, nor anything
+     * else on ours, so the table holds what that push left */
+    if (kept) {
+        if (rebuild && known)
+            idmap_clear(&kept->rows); /* the table is emptied below */
+        known = known && !rebuild;
+        x.rows = kept->rows; /* the rows, or emptied memory */
+        free(kept);
+    }
     insert_sql(m, c, &x.ins);
     x.pend = calloc(INSERT_BATCH, sizeof *x.pend);
     x.params = calloc(INSERT_BATCH * (size_t)x.ins.ncols, sizeof *x.params);
-    if (idmap_init(&x.rows, sizeof(have_row)) != 0 || !x.odd || !x.pend || !x.params ||
+    if ((!kept && idmap_init(&x.rows, sizeof(have_row)) != 0) || !x.odd || !x.pend || !x.params ||
         buf_failed(&x.ins.sql) || (!c->is_log && !x.memo))
         rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     buf_printf(&x.del, "DELETE FROM \"%s\" WHERE \"id\" = %s", c->table,
@@ -373,13 +479,13 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
      * table's rows are read or emptied */
     mfeed *feed = NULL;
     if (!rc && src->ds)
-        rc = mirror__feed_open(m, c, src->ds, &x.rows, x.memo, &feed, err);
+        rc = mirror__feed_open(m, c, src->ds, &x.rows, known, x.memo, &feed, err);
     char sel[256];
     if (rebuild) {
         snprintf(sel, sizeof sel, "DELETE FROM \"%s\"", c->table);
         if (!rc)
             rc = mdriver_exec(m->db, sel, NULL, 0, err); /* the table is empty: nothing to read */
-    } else {
+    } else if (!known) {
         snprintf(sel, sizeof sel, "SELECT \"id\", \"hash\" FROM \"%s\"", c->table);
         if (!rc && (rc = mdriver_query(m->db, sel, NULL, 0, collect_row, &x, err)) == STORH_ENOMEM)
             storh_err_oom(err);
@@ -405,6 +511,8 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         m->rows_pushed += (unsigned long long)(x.inserted + x.updated + deleted);
         m->pushes++;
         m->push_seconds += now_s() - t0;
+        if (x.keepable)
+            kept_put(&x, version);
     }
     push_outcome(m, c, rc == 0, mark);
     idmap_free(&x.rows);
@@ -416,6 +524,7 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
     buf_free(&x.batch);
     buf_free(&x.ins.sql);
     buf_free(&x.del);
+    buf_free(&x.wrote);
     return mirror__settle(m, rc);
 }
 
@@ -476,7 +585,7 @@ static int flush_record(mirror *m, const mirror_coll *c, const mirror_source *sr
             return 0;
         }
     }
-    rc = mirror__row_file(m, c, r, path, id, &st, err);
+    rc = mirror__row_file(m, c, r, AT_FDCWD, path, id, &st, err);
     if (rc == STORH_ENOTFOUND) {
         if (memo)
             mmemo_forget(memo, id);
@@ -532,6 +641,7 @@ int mirror_flush(mirror *m, const mirror_coll *c, const mirror_source *src, cons
     }
     pthread_mutex_lock(&m->mu);
     int rc = mirror__connect_db(m, err);
+    mirror__kept_drop(m, c); /* the flush writes the table */
     json_t *ddl = NULL;
     if (!rc)
         rc = mirror_ddl(m, c, &ddl, err);

@@ -105,13 +105,13 @@ int mirror__row_data(mrow *r, const char *id, const json_t *data, storh_err *err
     return 0;
 }
 
-int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, const char *path,
+int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, int dirfd, const char *path,
                      const char *id, struct stat *st, storh_err *err)
 {
     row_reset(r, id);
     if (buf_failed(&r->id))
         return storh_err_oom(err);
-    int rc = fsx_read_all_stat(path, &r->raw, st, err);
+    int rc = fsx_read_all_statat(dirfd, path, &r->raw, st, err);
     if (rc)
         return rc;
     if (strlen(id) == UUID7_LEN && uuid7_is_valid(id, UUID7_LEN) && row_canonical(m, c, r))

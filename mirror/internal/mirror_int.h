@@ -48,11 +48,28 @@ typedef struct mrow {
 } mrow;
 
 /* A row of the table as push reads it: its hash, whether that is a hash
- * this mirror makes (32 hex digits) and whether a record claimed it. */
+ * this mirror makes (32 hex digits), whether a record claimed it and
+ * whether a file of its id went into the feed's listing. */
 typedef struct have_row {
     char hash[32];
-    bool ok, seen;
+    bool ok, seen, listed;
 } have_row;
+
+/* The rows of a collection's table (id -> have_row) as its last good push
+ * left them, kept where the driver tells whether another connection
+ * changed the database since (SQLite's PRAGMA data_version, which our own
+ * commits leave as it is): the next push on the same connection takes
+ * them instead of reading the table when the version is still the one it
+ * read under its write lock. Whatever else writes on the connection drops
+ * them (flush, install, uninstall, scalar, a new connection), and so does
+ * a push that fails; dropped rows keep their memory for the next push's
+ * map (freeing a map of many rows made a flush measurably slower). Used
+ * under the mirror's mutex. */
+typedef struct mkept {
+    idmap rows;
+    long long version;
+    bool valid; /* false: dropped, rows is only memory to reuse */
+} mkept;
 
 /* An item of a push's feed (mirror_feed.c): a record's row, the end, or
  * an error (rc, err). have: the table's row of the record's id, NULL when
@@ -73,6 +90,10 @@ bool mirror__is_pg(const mirror *m);
 const char *mirror__col_type(const mirror *m, const schema_field *f);
 int mirror__exec_stmts(mirror *m, json_t *stmts, storh_err *err);
 int mirror__settle(mirror *m, int rc);
+/* Drops the rows kept of c's table (c NULL: of every table). */
+void mirror__kept_drop(mirror *m, const mirror_coll *c);
+/* Frees them (mirror_free). */
+void mirror__kept_free(mirror *m);
 /* mirror_hash of data whose canonical encoding is text */
 void mirror__hash_text(const char *text, size_t len, char out[33]);
 
@@ -86,10 +107,12 @@ struct mmemo *mirror__memo(mirror *m, const mirror_coll *c);
 
 /* mirror_feed.c: the records of ds in id order, read ahead. Opening
  * starts the listing; rows (id -> have_row) is only read, and only after
- * mirror__feed_start (until then the caller fills it); memo (NULL: none)
- * is the feed's until closed. */
+ * mirror__feed_start (until then the caller fills it) unless complete says
+ * it is complete already: then each file is stated as it is listed and a
+ * record known unchanged never enters the listing. memo (NULL: none) is
+ * the feed's until closed. */
 int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const idmap *rows,
-                      struct mmemo *memo, mfeed **out, storh_err *err);
+                      bool complete, struct mmemo *memo, mfeed **out, storh_err *err);
 /* rows is complete: the reader may take records. */
 void mirror__feed_start(mfeed *f);
 /* The next item, the push's until the next call (the end repeats). A
@@ -102,10 +125,11 @@ long mirror__feed_close(mfeed *f);
 void mirror__row_free(mrow *r);
 /* The row of data under id (data is referenced, not copied). */
 int mirror__row_data(mrow *r, const char *id, const json_t *data, storh_err *err);
-/* Reads the record file at path (its state into *st) and makes its row:
- * from its bytes when they are canonical, else decoded as a record of id
- * (a file that does not decode is an error, as a stream reports it). */
-int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, const char *path,
+/* Reads the record file at path, relative to dirfd (AT_FDCWD: as it is;
+ * its state into *st) and makes its row: from its bytes when they are
+ * canonical, else decoded as a record of id (a file that does not decode
+ * is an error, as a stream reports it). */
+int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, int dirfd, const char *path,
                      const char *id, struct stat *st, storh_err *err);
 /* The row's parameters in insert order (2 + typed + 1 of them). */
 int mirror__row_params(const mirror *m, const mirror_coll *c, const mrow *r, mparam *p);
