@@ -35,7 +35,9 @@ if [ ! -f "$storh/bench/bench.php" ] || [ ! -f "$storh/vendor/autoload.php" ]; t
   echo "storh-side-by-side: $storh is not a storh checkout with vendor/ (run composer install there)" >&2
   exit 2
 fi
-"$php" -m | grep -qi '^pdo_sqlite$' ||
+# (grep reads all of it: with pipefail, grep -q leaving early would SIGPIPE php
+# and report pdo_sqlite missing when it is there)
+"$php" -m | grep -i '^pdo_sqlite$' >/dev/null ||
   echo "storh-side-by-side: php has no pdo_sqlite: storh will skip its mirror figures" >&2
 
 dir="build/bench-default"
