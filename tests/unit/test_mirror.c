@@ -18,7 +18,7 @@
 static char root[PATH_MAX];
 static const char *driver; /* the driver of the current pass */
 
-#include "../support/js.h"
+#include "../support/mirrorkit.h"
 
 static char pg_schema[64];
 
@@ -62,18 +62,14 @@ static const char *pg_conninfo(void)
 
 static mirror *make(const char *collections)
 {
+    if (!strcmp(driver, "sqlite"))
+        return mirrorkit_sqlite(root, collections);
     char cfg[2048];
     const char *pg = pg_conninfo();
-    if (!strcmp(driver, "sqlite"))
-        snprintf(cfg, sizeof cfg,
-                 "{\"driver\":\"sqlite\",\"path\":\"%s/mirror.sqlite\",\"prefix\":\"t_\","
-                 "\"collections\":%s}",
-                 root, collections);
-    else
-        snprintf(cfg, sizeof cfg,
-                 "{\"driver\":\"postgres\",\"conninfo\":\"%s\",\"prefix\":\"t_\","
-                 "\"collections\":%s}",
-                 pg ? pg : "", collections);
+    snprintf(cfg, sizeof cfg,
+             "{\"driver\":\"postgres\",\"conninfo\":\"%s\",\"prefix\":\"t_\","
+             "\"collections\":%s}",
+             pg ? pg : "", collections);
     json_t *c = js(cfg);
     mirror *m = NULL;
     storh_err err;
@@ -96,11 +92,6 @@ static long long scalar(mirror *m, const char *sql)
     return n;
 }
 
-static long long total(json_t *t, const char *k)
-{
-    return json_integer_value(json_object_get(t, k));
-}
-
 static const char *PAGES = "{\"pages\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
                            "\"slug\":{\"type\":\"string\",\"unique\":true},"
                            "\"kind\":{\"type\":\"string\",\"index\":true},"
@@ -117,16 +108,6 @@ static docstore *store(const char *name)
     docstore *ds = NULL;
     docstore_open(dir, name, &ds, NULL);
     return ds;
-}
-
-static void put(docstore *ds, const char *id, const char *data)
-{
-    json_t *d = js(data);
-    char out[37];
-    storh_err err;
-    if (docstore_put(ds, id, d, out, NULL, &err))
-        fprintf(stderr, "put: %s\n", err.msg);
-    json_decref(d);
 }
 
 #define P1 "018bcfe5-6800-7000-8000-000000000001"
@@ -165,22 +146,25 @@ static void full_pass(void)
     CHECK_INT(mirror_install(m, authors, &err), 0);
 
     docstore *ps = store("pages"), *as = store("authors");
-    put(ps, P1,
-        "{\"slug\":\"home\",\"kind\":\"page\",\"views\":3,\"score\":2,\"active\":true,"
-        "\"author\":\"ann\"}");
-    put(ps, P2, "{\"slug\":\"about\",\"kind\":\"page\",\"views\":9,\"author\":\"bob\"}");
-    put(ps, P3, "{\"slug\":\"news\",\"kind\":\"post\",\"views\":\"many\",\"author\":\"ann\"}");
-    put(as, A1, "{\"handle\":\"ann\",\"name\":\"Ann\"}");
+    mirrorkit_put(ps, P1,
+                  "{\"slug\":\"home\",\"kind\":\"page\",\"views\":3,\"score\":2,\"active\":true,"
+                  "\"author\":\"ann\"}");
+    mirrorkit_put(ps, P2, "{\"slug\":\"about\",\"kind\":\"page\",\"views\":9,\"author\":\"bob\"}");
+    mirrorkit_put(ps, P3,
+                  "{\"slug\":\"news\",\"kind\":\"post\",\"views\":\"many\",\"author\":\"ann\"}");
+    mirrorkit_put(as, A1, "{\"handle\":\"ann\",\"name\":\"Ann\"}");
     mirror_source psrc = {.ds = ps}, asrc = {.ds = as};
     json_t *t = json_object();
     CHECK_INT(mirror_push(m, pages, &psrc, t, &err), 0);
     CHECK_INT(mirror_push(m, authors, &asrc, t, &err), 0);
-    CHECK_INT(total(t, "inserted"), 4);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 4);
     json_decref(t);
     t = json_object();
     CHECK_INT(mirror_push(m, pages, &psrc, t, &err), 0);
-    CHECK_INT(total(t, "unchanged"), 3); /* no change: nothing written */
-    CHECK_INT(total(t, "inserted") + total(t, "updated") + total(t, "deleted"), 0);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 3); /* no change: nothing written */
+    CHECK_INT(mirrorkit_total(t, "inserted") + mirrorkit_total(t, "updated") +
+                  mirrorkit_total(t, "deleted"),
+              0);
     json_decref(t);
     /* typed columns: a wrong type is NULL */
     CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"views\" IS NULL"), 1);
@@ -208,22 +192,22 @@ static void full_pass(void)
               2);
 
     /* a push that fails midway (a unique conflict in the mirror) changes nothing */
-    put(ps, P2, "{\"slug\":\"home\",\"kind\":\"page\",\"views\":10,\"author\":\"bob\"}");
+    mirrorkit_put(ps, P2, "{\"slug\":\"home\",\"kind\":\"page\",\"views\":10,\"author\":\"bob\"}");
     long long before = scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"slug\" = 'about'");
     t = json_object();
     CHECK_INT(mirror_push(m, pages, &psrc, t, &err), STORH_ECONFLICT);
     json_decref(t);
     CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"slug\" = 'about'"), before);
     CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\""), 3);
-    put(ps, P2, "{\"slug\":\"about\",\"kind\":\"page\",\"views\":10,\"author\":\"bob\"}");
+    mirrorkit_put(ps, P2, "{\"slug\":\"about\",\"kind\":\"page\",\"views\":10,\"author\":\"bob\"}");
 
     /* flush: read-your-writes for a few ids */
     bool existed;
     docstore_delete(ps, P3, &existed, NULL);
     json_t *ids = json_pack("[sss]", P2, P3, P2), *out = NULL;
     CHECK_INT(mirror_flush(m, pages, &psrc, ids, &out, &err), 0);
-    CHECK_INT(total(out, "upserted"), 1);
-    CHECK_INT(total(out, "deleted"), 1);
+    CHECK_INT(mirrorkit_total(out, "upserted"), 1);
+    CHECK_INT(mirrorkit_total(out, "deleted"), 1);
     json_decref(out);
     json_decref(ids);
     CHECK_INT(scalar(m, "SELECT \"views\" FROM \"t_pages\" WHERE \"slug\" = 'about'"), 10);
@@ -238,13 +222,13 @@ static void full_pass(void)
                   &p, 1, &ignored, NULL);
     json_t *errors = json_array(), *stats;
     CHECK_INT(mirror_verify(m, pages, &psrc, &stats, errors, &err), 0);
-    CHECK_INT(total(stats, "stale"), 1);
+    CHECK_INT(mirrorkit_total(stats, "stale"), 1);
     CHECK_STR(json_string_value(json_array_get(errors, 0)), "pages: 1 stale mirror row(s).");
     json_decref(stats);
     json_decref(errors);
     t = json_object();
     CHECK_INT(mirror_rebuild(m, pages, &psrc, t, &err), 0);
-    CHECK_INT(total(t, "inserted"), 2);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 2);
     json_decref(t);
     errors = json_array();
     CHECK_INT(mirror_verify(m, pages, &psrc, &stats, errors, &err), 0);
@@ -261,7 +245,7 @@ static void full_pass(void)
     psrc.ds = ps;
     t = json_object();
     CHECK_INT(mirror_pull(m, pages, &psrc, t, &err), 0);
-    CHECK_INT(total(t, "written"), 2);
+    CHECK_INT(mirrorkit_total(t, "written"), 2);
     json_decref(t);
     json_t *d = NULL;
     CHECK_INT(docstore_get(ps, P2, &d, NULL, NULL), 0);
@@ -269,7 +253,7 @@ static void full_pass(void)
     json_decref(d);
     t = json_object();
     CHECK_INT(mirror_pull(m, pages, &psrc, t, &err), 0);
-    CHECK_INT(total(t, "unchanged"), 2); /* nothing rewritten the second time */
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 2); /* nothing rewritten the second time */
     json_decref(t);
     CHECK_INT(mirror_uninstall(m, pages, &err), 0);
     CHECK_INT(mirror_uninstall(m, authors, &err), 0);
@@ -278,7 +262,7 @@ static void full_pass(void)
     CHECK_INT(mirror_verify(m, pages, &psrc, &stats, errors, &err), 0);
     CHECK_STR(json_string_value(json_array_get(errors, 0)),
               "pages: the mirror table t_pages is not installed.");
-    CHECK_INT(total(stats, "missing"), 2);
+    CHECK_INT(mirrorkit_total(stats, "missing"), 2);
     json_decref(stats);
     json_decref(errors);
     docstore_close(ps);
@@ -342,12 +326,12 @@ static mirror *fl_setup(docstore **ds, const mirror_coll **c)
     mirror_uninstall(m, *c, NULL);
     CHECK_INT(mirror_install(m, *c, &err), 0);
     *ds = store("fl");
-    put(*ds, F1, "{\"slug\":\"a\",\"v\":1}");
-    put(*ds, F2, "{\"slug\":\"b\",\"v\":1}");
+    mirrorkit_put(*ds, F1, "{\"slug\":\"a\",\"v\":1}");
+    mirrorkit_put(*ds, F2, "{\"slug\":\"b\",\"v\":1}");
     mirror_source src = {.ds = *ds};
     json_t *t = json_object();
     CHECK_INT(mirror_push(m, *c, &src, t, &err), 0);
-    CHECK_INT(total(t, "inserted"), 2);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 2);
     json_decref(t);
     return m;
 }
@@ -372,13 +356,13 @@ static void flush_pass(void)
                             &p, 1, &ignored, &err),
               0);
     free(ignored);
-    put(ds, F2, "{\"slug\":\"b2\",\"v\":2}"); /* changed: flushed */
-    put(ds, F3, "{\"slug\":\"c\",\"v\":3}");  /* new: flushed */
+    mirrorkit_put(ds, F2, "{\"slug\":\"b2\",\"v\":2}"); /* changed: flushed */
+    mirrorkit_put(ds, F3, "{\"slug\":\"c\",\"v\":3}");  /* new: flushed */
     mirror_source src = {.ds = ds};
     json_t *ids = json_pack("[ssss]", F1, F2, F3, "018bcfe5-6800-7000-8000-0000000000f9"), *out;
     CHECK_INT(mirror_flush(m, c, &src, ids, &out, &err), 0);
-    CHECK_INT(total(out, "upserted"), 3); /* every id whose row now matches its record */
-    CHECK_INT(total(out, "deleted"), 1);  /* no record, no row: nothing to delete */
+    CHECK_INT(mirrorkit_total(out, "upserted"), 3); /* every id whose row now matches its record */
+    CHECK_INT(mirrorkit_total(out, "deleted"), 1);  /* no record, no row: nothing to delete */
     json_decref(out);
     char slug[64];
     row_slug(m, F1, slug);
@@ -392,15 +376,17 @@ static void flush_pass(void)
     /* the rows written carry the record's hash: a push finds them current */
     json_t *t = json_object();
     CHECK_INT(mirror_push(m, c, &src, t, &err), 0);
-    CHECK_INT(total(t, "unchanged"), 3);
-    CHECK_INT(total(t, "inserted") + total(t, "updated") + total(t, "deleted"), 0);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 3);
+    CHECK_INT(mirrorkit_total(t, "inserted") + mirrorkit_total(t, "updated") +
+                  mirrorkit_total(t, "deleted"),
+              0);
     json_decref(t);
     /* a deleted record: its row goes */
     bool existed;
     docstore_delete(ds, F3, &existed, NULL);
     CHECK_INT(mirror_flush(m, c, &src, ids, &out, &err), 0);
-    CHECK_INT(total(out, "upserted"), 2);
-    CHECK_INT(total(out, "deleted"), 2);
+    CHECK_INT(mirrorkit_total(out, "upserted"), 2);
+    CHECK_INT(mirrorkit_total(out, "deleted"), 2);
     json_decref(out);
     row_slug(m, F3, slug);
     CHECK_STR(slug, "");
@@ -422,7 +408,7 @@ static void rebuild_pass(void)
     storh_err err;
     /* F2 takes F1's unique slug: the rebuild's inserts fail, and the table
      * keeps every row it had (it is emptied in the same transaction) */
-    put(ds, F2, "{\"slug\":\"a\",\"v\":5}");
+    mirrorkit_put(ds, F2, "{\"slug\":\"a\",\"v\":5}");
     mirror_source src = {.ds = ds};
     json_t *t = json_object();
     CHECK_INT(mirror_rebuild(m, c, &src, t, &err), STORH_ECONFLICT);
@@ -432,11 +418,13 @@ static void rebuild_pass(void)
     row_slug(m, F2, slug);
     CHECK_STR(slug, "b");
     /* fixed, the rebuild writes every row again */
-    put(ds, F2, "{\"slug\":\"b\",\"v\":5}");
+    mirrorkit_put(ds, F2, "{\"slug\":\"b\",\"v\":5}");
     t = json_object();
     CHECK_INT(mirror_rebuild(m, c, &src, t, &err), 0);
-    CHECK_INT(total(t, "inserted"), 2);
-    CHECK_INT(total(t, "updated") + total(t, "deleted") + total(t, "unchanged"), 0);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 2);
+    CHECK_INT(mirrorkit_total(t, "updated") + mirrorkit_total(t, "deleted") +
+                  mirrorkit_total(t, "unchanged"),
+              0);
     json_decref(t);
     CHECK_INT(scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'b'"), 5);
     CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 2);
@@ -543,13 +531,13 @@ TEST(push_waits_for_another_writer_sqlite)
     for (int i = 0; i < 40; i++) {
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x100 + i);
         snprintf(data, sizeof data, "{\"slug\":\"s%d\",\"v\":0}", i);
-        put(ds, id, data);
+        mirrorkit_put(ds, id, data);
     }
     mirror_source src = {.ds = ds};
     storh_err err;
     json_t *t = json_object();
     CHECK_INT(mirror_push(m, c, &src, t, &err), 0);
-    CHECK_INT(total(t, "inserted"), 40);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 40);
     json_decref(t);
     side_writer w = {.stop = false};
     snprintf(w.path, sizeof w.path, "%s/mirror.sqlite", root);
@@ -559,14 +547,14 @@ TEST(push_waits_for_another_writer_sqlite)
         for (int i = 0; i < 40; i += 8) { /* every push has rows to update */
             snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x100 + i);
             snprintf(data, sizeof data, "{\"slug\":\"s%d\",\"v\":%d}", i, round);
-            put(ds, id, data);
+            mirrorkit_put(ds, id, data);
         }
         t = json_object();
         int rc = mirror_push(m, c, &src, t, &err);
         if (rc)
             fprintf(stderr, "push %d: %s\n", round, err.msg);
         CHECK_INT(rc, 0);
-        CHECK_INT(total(t, "updated"), 5);
+        CHECK_INT(mirrorkit_total(t, "updated"), 5);
         json_decref(t);
     }
     atomic_store(&w.stop, true);
@@ -614,7 +602,7 @@ TEST(flush_sees_php_writes)
     mirror_source src = {.ds = ds};
     json_t *ids = json_pack("[ss]", F1, F2), *out;
     CHECK_INT(mirror_flush(m, c, &src, ids, &out, &err), 0);
-    CHECK_INT(total(out, "upserted"), 2);
+    CHECK_INT(mirrorkit_total(out, "upserted"), 2);
     json_decref(out);
     json_decref(ids);
     char slug[64];
@@ -623,7 +611,7 @@ TEST(flush_sees_php_writes)
     CHECK_INT(scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'php'"), 7);
     json_t *t = json_object();
     CHECK_INT(mirror_push(m, c, &src, t, &err), 0);
-    CHECK_INT(total(t, "unchanged"), 2);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 2);
     json_decref(t);
     mirror_uninstall(m, c, NULL);
     docstore_close(ds);

@@ -18,42 +18,19 @@
 
 static char root[PATH_MAX];
 
-#include "../support/js.h"
+#include "../support/mirrorkit.h"
 
 #define K1 "018bcfe5-6800-7000-8000-0000000000a1"
 #define K2 "018bcfe5-6800-7000-8000-0000000000a2"
 #define K3 "018bcfe5-6800-7000-8000-0000000000a3"
 
+static const char *COLS =
+    "{\"kp\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
+    "\"slug\":{\"type\":\"string\",\"unique\":true},\"v\":{\"type\":\"int\"}}}}}";
+
 static mirror *make(void)
 {
-    char cfg[2048];
-    snprintf(cfg, sizeof cfg,
-             "{\"driver\":\"sqlite\",\"path\":\"%s/mirror.sqlite\",\"prefix\":\"t_\","
-             "\"collections\":{\"kp\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
-             "\"slug\":{\"type\":\"string\",\"unique\":true},\"v\":{\"type\":\"int\"}}}}}}",
-             root);
-    json_t *c = js(cfg);
-    mirror *m = NULL;
-    storh_err err;
-    if (mirror_new("test", c, &m, &err))
-        fprintf(stderr, "mirror: %s\n", err.msg);
-    json_decref(c);
-    return m;
-}
-
-static void put(docstore *ds, const char *id, const char *data)
-{
-    json_t *d = js(data);
-    char out[37];
-    storh_err err;
-    if (docstore_put(ds, id, d, out, NULL, &err))
-        fprintf(stderr, "put: %s\n", err.msg);
-    json_decref(d);
-}
-
-static long long total(json_t *t, const char *k)
-{
-    return json_integer_value(json_object_get(t, k));
+    return mirrorkit_sqlite(root, COLS);
 }
 
 /* Pushes (rc must be want) and returns the totals (a new object). */
@@ -108,13 +85,13 @@ static mirror *setup(const char *name, docstore **ds, const mirror_coll **c)
     *c = mirror_find(m, "kp", false, &err);
     mirror_uninstall(m, *c, NULL);
     docstore_open(dir, "kp", ds, NULL);
-    put(*ds, K1, "{\"slug\":\"a\",\"v\":1}");
-    put(*ds, K2, "{\"slug\":\"b\",\"v\":1}");
+    mirrorkit_put(*ds, K1, "{\"slug\":\"a\",\"v\":1}");
+    mirrorkit_put(*ds, K2, "{\"slug\":\"b\",\"v\":1}");
     json_t *t = push_rc(m, *c, *ds, 0);
-    CHECK_INT(total(t, "inserted"), 2);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 2);
     json_decref(t);
     t = push_rc(m, *c, *ds, 0);
-    CHECK_INT(total(t, "unchanged"), 2);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 2);
     json_decref(t);
     return m;
 }
@@ -139,32 +116,34 @@ TEST(kept_rows_follow_each_push)
     for (int i = 0; i < N; i++) {
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
         snprintf(data, sizeof data, "{\"slug\":\"m%d\",\"v\":%d}", i, i);
-        put(ds, id, data);
+        mirrorkit_put(ds, id, data);
     }
     json_t *t = push_rc(m, c, ds, 0);
-    CHECK_INT(total(t, "inserted"), N);
-    CHECK_INT(total(t, "unchanged"), 2);
+    CHECK_INT(mirrorkit_total(t, "inserted"), N);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 2);
     json_decref(t);
     for (int i = 0; i < N; i += 30) { /* 10 changed */
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
         snprintf(data, sizeof data, "{\"slug\":\"m%d\",\"v\":%d}", i, -i - 1);
-        put(ds, id, data);
+        mirrorkit_put(ds, id, data);
     }
     for (int i = 7; i < N; i += 50) { /* 6 deleted */
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
         snprintf(path, sizeof path, "%s/data/%c%c/%s.jsonc", docstore_dir(ds), id[24], id[25], id);
         CHECK_INT(unlink(path), 0);
     }
-    put(ds, K3, "{\"slug\":\"c\",\"v\":3}");
+    mirrorkit_put(ds, K3, "{\"slug\":\"c\",\"v\":3}");
     t = push_rc(m, c, ds, 0);
-    CHECK_INT(total(t, "updated"), 10);
-    CHECK_INT(total(t, "deleted"), 6);
-    CHECK_INT(total(t, "inserted"), 1);
-    CHECK_INT(total(t, "unchanged"), N + 2 - 10 - 6);
+    CHECK_INT(mirrorkit_total(t, "updated"), 10);
+    CHECK_INT(mirrorkit_total(t, "deleted"), 6);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 1);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), N + 2 - 10 - 6);
     json_decref(t);
     t = push_rc(m, c, ds, 0);
-    CHECK_INT(total(t, "unchanged"), N + 3 - 6);
-    CHECK_INT(total(t, "inserted") + total(t, "updated") + total(t, "deleted"), 0);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), N + 3 - 6);
+    CHECK_INT(mirrorkit_total(t, "inserted") + mirrorkit_total(t, "updated") +
+                  mirrorkit_total(t, "deleted"),
+              0);
     json_decref(t);
     check_verified(m, c, ds);
     teardown(m, ds);
@@ -184,9 +163,9 @@ TEST(push_sees_another_connection)
                "'{}'); UPDATE \"t_kp\" SET \"hash\" = '11111111111111111111111111111111' "
                "WHERE \"slug\" = 'a';");
     json_t *t = push_rc(m, c, ds, 0);
-    CHECK_INT(total(t, "deleted"), 1);
-    CHECK_INT(total(t, "updated"), 1);
-    CHECK_INT(total(t, "unchanged"), 1);
+    CHECK_INT(mirrorkit_total(t, "deleted"), 1);
+    CHECK_INT(mirrorkit_total(t, "updated"), 1);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 1);
     json_decref(t);
     check_verified(m, c, ds);
     teardown(m, ds);
@@ -202,19 +181,19 @@ TEST(push_after_flush_sees_its_rows)
     CHECK(m != NULL);
     if (!m)
         return;
-    put(ds, K3, "{\"slug\":\"c\",\"v\":3}");
+    mirrorkit_put(ds, K3, "{\"slug\":\"c\",\"v\":3}");
     mirror_source src = {.ds = ds};
     json_t *ids = json_pack("[s]", K3), *out = NULL;
     storh_err err;
     CHECK_INT(mirror_flush(m, c, &src, ids, &out, &err), 0);
-    CHECK_INT(total(out, "upserted"), 1);
+    CHECK_INT(mirrorkit_total(out, "upserted"), 1);
     json_decref(out);
     json_decref(ids);
     bool existed = false;
     CHECK_INT(docstore_delete(ds, K3, &existed, NULL), 0);
     json_t *t = push_rc(m, c, ds, 0);
-    CHECK_INT(total(t, "deleted"), 1);
-    CHECK_INT(total(t, "unchanged"), 2);
+    CHECK_INT(mirrorkit_total(t, "deleted"), 1);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 2);
     json_decref(t);
     check_verified(m, c, ds);
     teardown(m, ds);
@@ -233,8 +212,8 @@ TEST(push_after_uninstall_inserts_all)
     CHECK_INT(mirror_uninstall(m, c, &err), 0);
     CHECK_INT(mirror_install(m, c, &err), 0);
     json_t *t = push_rc(m, c, ds, 0);
-    CHECK_INT(total(t, "inserted"), 2);
-    CHECK_INT(total(t, "unchanged"), 0);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 2);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 0);
     json_decref(t);
     check_verified(m, c, ds);
     teardown(m, ds);
@@ -257,8 +236,8 @@ TEST(push_after_scalar_write_repairs)
         0);
     free(v);
     json_t *t = push_rc(m, c, ds, 0);
-    CHECK_INT(total(t, "updated"), 1);
-    CHECK_INT(total(t, "unchanged"), 1);
+    CHECK_INT(mirrorkit_total(t, "updated"), 1);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 1);
     json_decref(t);
     check_verified(m, c, ds);
     teardown(m, ds);
@@ -274,15 +253,15 @@ TEST(push_after_failed_push)
     CHECK(m != NULL);
     if (!m)
         return;
-    put(ds, K3, "{\"slug\":\"c\",\"v\":3}");
-    put(ds, K2, "{\"slug\":\"a\",\"v\":2}"); /* K1's slug */
+    mirrorkit_put(ds, K3, "{\"slug\":\"c\",\"v\":3}");
+    mirrorkit_put(ds, K2, "{\"slug\":\"a\",\"v\":2}"); /* K1's slug */
     json_t *t = push_rc(m, c, ds, STORH_ECONFLICT);
     json_decref(t);
-    put(ds, K2, "{\"slug\":\"b2\",\"v\":2}");
+    mirrorkit_put(ds, K2, "{\"slug\":\"b2\",\"v\":2}");
     t = push_rc(m, c, ds, 0);
-    CHECK_INT(total(t, "inserted"), 1);
-    CHECK_INT(total(t, "updated"), 1);
-    CHECK_INT(total(t, "unchanged"), 1);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 1);
+    CHECK_INT(mirrorkit_total(t, "updated"), 1);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 1);
     json_decref(t);
     check_verified(m, c, ds);
     teardown(m, ds);
@@ -302,12 +281,12 @@ TEST(push_after_rebuild)
     json_t *t = json_object();
     storh_err err;
     CHECK_INT(mirror_rebuild(m, c, &src, t, &err), 0);
-    CHECK_INT(total(t, "inserted"), 2);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 2);
     json_decref(t);
-    put(ds, K1, "{\"slug\":\"a\",\"v\":5}");
+    mirrorkit_put(ds, K1, "{\"slug\":\"a\",\"v\":5}");
     t = push_rc(m, c, ds, 0);
-    CHECK_INT(total(t, "updated"), 1);
-    CHECK_INT(total(t, "unchanged"), 1);
+    CHECK_INT(mirrorkit_total(t, "updated"), 1);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 1);
     json_decref(t);
     check_verified(m, c, ds);
     teardown(m, ds);

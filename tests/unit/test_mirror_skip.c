@@ -20,7 +20,7 @@
 
 static char root[PATH_MAX];
 
-#include "../support/js.h"
+#include "../support/mirrorkit.h"
 
 #define R1 "018bcfe5-6800-7000-8000-0000000000e1"
 #define R2 "018bcfe5-6800-7000-8000-0000000000e2"
@@ -32,33 +32,7 @@ static const char *COLS = "{\"sk\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
 
 static mirror *make(void)
 {
-    char cfg[2048];
-    snprintf(cfg, sizeof cfg,
-             "{\"driver\":\"sqlite\",\"path\":\"%s/mirror.sqlite\",\"prefix\":\"t_\","
-             "\"collections\":%s}",
-             root, COLS);
-    json_t *c = js(cfg);
-    mirror *m = NULL;
-    storh_err err;
-    if (mirror_new("test", c, &m, &err))
-        fprintf(stderr, "mirror: %s\n", err.msg);
-    json_decref(c);
-    return m;
-}
-
-static void put(docstore *ds, const char *id, const char *data)
-{
-    json_t *d = js(data);
-    char out[37];
-    storh_err err;
-    if (docstore_put(ds, id, d, out, NULL, &err))
-        fprintf(stderr, "put: %s\n", err.msg);
-    json_decref(d);
-}
-
-static long long total(json_t *t, const char *k)
-{
-    return json_integer_value(json_object_get(t, k));
+    return mirrorkit_sqlite(root, COLS);
 }
 
 /* The text of the first column of sql's first row, "" when none. */
@@ -104,13 +78,13 @@ static mirror *setup(const char *name, docstore **ds, const mirror_coll **c)
     *c = mirror_find(m, "sk", false, &err);
     mirror_uninstall(m, *c, NULL);
     docstore_open(dir, "sk", ds, NULL);
-    put(*ds, R1, "{\"slug\":\"a\",\"v\":1}");
-    put(*ds, R2, "{\"slug\":\"b\",\"v\":1}");
+    mirrorkit_put(*ds, R1, "{\"slug\":\"a\",\"v\":1}");
+    mirrorkit_put(*ds, R2, "{\"slug\":\"b\",\"v\":1}");
     json_t *t = push(m, *c, *ds);
-    CHECK_INT(total(t, "inserted"), 2);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 2);
     json_decref(t);
     t = push(m, *c, *ds);
-    CHECK_INT(total(t, "unchanged"), 2);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 2);
     json_decref(t);
     return m;
 }
@@ -168,8 +142,8 @@ TEST(push_sees_same_size_rewrite_in_place)
         return;
     rewrite_in_place(ds, R1, 2);
     json_t *t = push(m, c, ds);
-    CHECK_INT(total(t, "updated"), 1);
-    CHECK_INT(total(t, "unchanged"), 1);
+    CHECK_INT(mirrorkit_total(t, "updated"), 1);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 1);
     json_decref(t);
     CHECK_INT(row_int(m, "SELECT \"v\" FROM \"t_sk\" WHERE \"id\" = ?", R1), 2);
     docstore_close(ds);
@@ -200,7 +174,7 @@ TEST(push_sees_same_size_replace)
     close(fd);
     CHECK_INT(rename(tmp, path), 0);
     json_t *t = push(m, c, ds);
-    CHECK_INT(total(t, "updated"), 1);
+    CHECK_INT(mirrorkit_total(t, "updated"), 1);
     json_decref(t);
     CHECK_INT(row_int(m, "SELECT \"v\" FROM \"t_sk\" WHERE \"id\" = ?", R1), 3);
     docstore_close(ds);
@@ -219,16 +193,16 @@ TEST(push_drops_deleted_record)
     record_path(ds, R2, path);
     CHECK_INT(unlink(path), 0); /* out of band, as another process may */
     json_t *t = push(m, c, ds);
-    CHECK_INT(total(t, "deleted"), 1);
-    CHECK_INT(total(t, "unchanged"), 1);
+    CHECK_INT(mirrorkit_total(t, "deleted"), 1);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 1);
     json_decref(t);
     CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\"", NULL), 1);
     CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\" WHERE \"id\" = ?", R2), 0);
     /* and put back with the same bytes: pushed again */
-    put(ds, R2, "{\"slug\":\"b\",\"v\":1}");
+    mirrorkit_put(ds, R2, "{\"slug\":\"b\",\"v\":1}");
     t = push(m, c, ds);
-    CHECK_INT(total(t, "inserted"), 1);
-    CHECK_INT(total(t, "unchanged"), 1);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 1);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 1);
     json_decref(t);
     docstore_close(ds);
     mirror_free(m);
@@ -246,15 +220,15 @@ TEST(flush_sees_same_size_rewrite)
     mirror_source src = {.ds = ds};
     json_t *ids = json_pack("[ss]", R1, R2), *out = NULL;
     CHECK_INT(mirror_flush(m, c, &src, ids, &out, &err), 0); /* both current */
-    CHECK_INT(total(out, "upserted"), 2);
+    CHECK_INT(mirrorkit_total(out, "upserted"), 2);
     json_decref(out);
     rewrite_in_place(ds, R1, 4);
     char path[PATH_MAX];
     record_path(ds, R2, path);
     CHECK_INT(unlink(path), 0);
     CHECK_INT(mirror_flush(m, c, &src, ids, &out, &err), 0);
-    CHECK_INT(total(out, "upserted"), 1);
-    CHECK_INT(total(out, "deleted"), 1);
+    CHECK_INT(mirrorkit_total(out, "upserted"), 1);
+    CHECK_INT(mirrorkit_total(out, "deleted"), 1);
     json_decref(out);
     json_decref(ids);
     CHECK_INT(row_int(m, "SELECT \"v\" FROM \"t_sk\" WHERE \"id\" = ?", R1), 4);
@@ -287,9 +261,9 @@ TEST(push_repairs_rows_another_writer_changed)
         SQLITE_OK);
     sqlite3_close(db);
     json_t *t = push(m, c, ds);
-    CHECK_INT(total(t, "updated"), 1);
-    CHECK_INT(total(t, "inserted"), 1);
-    CHECK_INT(total(t, "unchanged"), 0);
+    CHECK_INT(mirrorkit_total(t, "updated"), 1);
+    CHECK_INT(mirrorkit_total(t, "inserted"), 1);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), 0);
     json_decref(t);
     CHECK_INT(row_int(m, "SELECT \"v\" FROM \"t_sk\" WHERE \"id\" = ?", R1), 1);
     mirror_source src = {.ds = ds};
@@ -331,7 +305,7 @@ TEST(rows_from_bytes_equal_rows_from_data)
     char id[64];
     for (size_t i = 0; i < n; i++) {
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012zx", 0x200 + i);
-        put(ds, id, datas[i]);
+        mirrorkit_put(ds, id, datas[i]);
     }
     /* one more, written by hand in a form that is not canonical */
     snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012zx", 0x200 + n);
@@ -344,7 +318,7 @@ TEST(rows_from_bytes_equal_rows_from_data)
         fclose(f);
     }
     json_t *t = push(m, c, ds);
-    CHECK_INT(total(t, "inserted"), (long long)n + 1);
+    CHECK_INT(mirrorkit_total(t, "inserted"), (long long)n + 1);
     json_decref(t);
     for (size_t i = 0; i <= n; i++) {
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012zx", 0x200 + i);
@@ -422,12 +396,12 @@ TEST(push_reads_ahead_many_records)
     }
     CHECK_INT(docstore_stage_commit(st, NULL, &err), 0);
     json_t *t = push(m, c, ds);
-    CHECK_INT(total(t, "inserted"), N);
+    CHECK_INT(mirrorkit_total(t, "inserted"), N);
     json_decref(t);
     for (int i = 50; i < N; i += 50) { /* 11 changed */
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
         snprintf(data, sizeof data, "{\"slug\":\"m%d\",\"v\":%d}", i, -i);
-        put(ds, id, data);
+        mirrorkit_put(ds, id, data);
     }
     for (int i = 7; i < N; i += 100) { /* 6 deleted */
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
@@ -451,15 +425,15 @@ TEST(push_reads_ahead_many_records)
     CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\" WHERE \"v\" < 0", NULL), 0);
     CHECK_INT(unlink(path), 0);
     t = push(m, c, ds);
-    CHECK_INT(total(t, "updated"), 11);
-    CHECK_INT(total(t, "deleted"), 7); /* 6 deleted and the one that did not decode */
-    CHECK_INT(total(t, "inserted"), 0);
-    CHECK_INT(total(t, "unchanged"), N - 7 - 11);
+    CHECK_INT(mirrorkit_total(t, "updated"), 11);
+    CHECK_INT(mirrorkit_total(t, "deleted"), 7); /* 6 deleted and the one that did not decode */
+    CHECK_INT(mirrorkit_total(t, "inserted"), 0);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), N - 7 - 11);
     json_decref(t);
     CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\"", NULL), N - 7);
     CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\" WHERE \"v\" < 0", NULL), 11);
     t = push(m, c, ds);
-    CHECK_INT(total(t, "unchanged"), N - 7);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), N - 7);
     json_decref(t);
     mirror_uninstall(m, c, NULL);
     docstore_close(ds);
