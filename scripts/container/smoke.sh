@@ -146,7 +146,8 @@ replicas() {
   local auth=(-H "Authorization: Bearer $token" -H 'Content-Type: application/json')
   local i seen=""
   for i in $(seq 120); do # both replicas in the rotation (ready, checked twice)
-    curl -s -D - -o /dev/null "${auth[@]}" -d '{"limit":10}' "$lb/rpc/page" 2>/dev/null |
+    # (until HAProxy listens curl fails: under pipefail that must not end the run)
+    { curl -s -D - -o /dev/null "${auth[@]}" -d '{"limit":10}' "$lb/rpc/page" 2>/dev/null || true; } |
       tr -d '\r' | awk -F': ' 'tolower($1) == "x-served-by" {print $2}' >>"$state/served"
     seen=$(sort -u "$state/served" | tr '\n' ' ')
     [ "$seen" = "rpc1 rpc2 " ] && break
