@@ -523,15 +523,7 @@ static uint32_t fresh_at(rcache *c, const node *n, const char *id, const rcache_
     uint32_t e = t ? t->epoch : fwatch_arm(c->fw, id);
     if (!e || fwatch_epoch(c->fw, id) != e || (t && c->named != t->named))
         return 0;
-    struct stat st;
-    if (path) {
-        if (stat(path, &st) != 0)
-            return 0;
-        file_state now = state_of(&st);
-        if (!same_file_state(&now, &n->st))
-            return 0;
-    }
-    return e;
+    return !path || stat_valid(c, n, path) ? e : 0;
 }
 
 /* Takes n (its id, data or blob, state and hash set) into the cache in
