@@ -133,10 +133,8 @@ int pubset_commit(pubset *p, storh_err *err)
     size_t done = 0;
     for (; !rc && done < p->n; done++)
         rc = fsx_rename(p->f[done].tmp, p->f[done].path, false, err);
-    for (size_t i = done; rc && i < p->n; i++) /* the ones never renamed */
+    for (size_t i = done - 1; rc && i < p->n; i++) /* the failed one's temp and after */
         unlink(p->f[i].tmp);
-    if (rc && done) /* the failed rename's temp */
-        unlink(p->f[done - 1].tmp);
     if (!rc && p->n)
         rc = p->sync_fd >= 0 ? sync_all(p, err) : sync_dirs(p, err);
     free_set(p);
