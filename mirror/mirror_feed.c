@@ -86,19 +86,28 @@ static int entry_rel(const mfeed *f, size_t i, char *out)
     return 0;
 }
 
-/* 1 when the record at entry i is what its row holds, known without
- * reading it; -1 when its file is gone (deleted since the listing). */
-static int known_unchanged(mfeed *f, size_t i, const have_row *have)
+/* 1 when the record key, whose file is rel under dirfd, is what its row
+ * holds, known by one fstatat and the memo; -1 when its file is gone
+ * (deleted since it was listed); 0: read it (a file that cannot be stated
+ * is read too: the read says why). */
+static int judge(mfeed *f, int dirfd, const char *rel, const char *key, const have_row *have)
 {
+    struct stat st;
     if (!have->ok)
         return 0;
-    const char *key = recfile_list_key(&f->l, i);
-    char rel[PATH_MAX];
-    struct stat st;
-    if (f->datafd < 0 || entry_rel(f, i, rel) != 0 || fstatat(f->datafd, rel, &st, 0) != 0)
-        return f->datafd >= 0 && errno == ENOENT ? -1 : 0; /* else the read says why */
+    if (fstatat(dirfd, rel, &st, 0) != 0)
+        return errno == ENOENT ? -1 : 0;
     const char *h = mmemo_hash(f->memo, key, &st);
     return h && !memcmp(h, have->hash, 32);
+}
+
+/* judge of the record at entry i of the listing. */
+static int known_unchanged(mfeed *f, size_t i, const have_row *have)
+{
+    char rel[PATH_MAX];
+    if (!have->ok || f->datafd < 0 || entry_rel(f, i, rel) != 0)
+        return 0;
+    return judge(f, f->datafd, rel, recfile_list_key(&f->l, i), have);
 }
 
 /* A file as it is listed (rows complete): false, left out, when it is
@@ -120,14 +129,11 @@ static bool keep_file(void *p, int dirfd, const char *name, size_t klen)
     if (have->seen) {
         have->seen = false;
         f->unchanged--;
-    } else if (!have->listed && have->ok) {
-        struct stat st;
-        int s = fstatat(dirfd, name, &st, 0);
-        if (s != 0 && errno == ENOENT) /* deleted since readdir */
+    } else if (!have->listed) {
+        int k = judge(f, dirfd, name, key, have);
+        if (k < 0) /* deleted since readdir */
             return false;
-        /* a file that cannot be stated is read: the read says why */
-        const char *h = s == 0 ? mmemo_hash(f->memo, key, &st) : NULL;
-        if (h && !memcmp(h, have->hash, 32)) {
+        if (k) {
             have->seen = true;
             f->unchanged++;
             return false;
