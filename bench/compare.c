@@ -80,7 +80,7 @@ static const cmp_row rows[] = {
     {"mirror.rebuild", "mirror.rebuild", CLS_KERNEL, OPS_N, "limit.sqlite_insert", NULL},
     {"mirror.flush", "mirror.flush100", CLS_KERNEL, OPS_ONE, NULL,
      "both time one flush of 100 unchanged records right after a push"},
-    {"doc.put", "doc.put", CLS_DURABLE, OPS_N, "limit.publish", NULL},
+    {"doc.put", "doc.put", CLS_DURABLE, OPS_N, "limit.doc_put", NULL},
     {"log.append", "log.put", CLS_DURABLE, OPS_N, "limit.log_put", NULL},
     {"queue.enqueue", "queue.enqueue", CLS_DURABLE, OPS_N, "limit.append_fsync", NULL},
     {"queue.claim", "queue.claim", CLS_DURABLE, OPS_N, "limit.append_fsync", NULL},

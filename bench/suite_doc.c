@@ -11,6 +11,7 @@
 
 #include "suite.h"
 #include "suite_bulk.h"
+#include "suite_docput.h"
 #include "allocs.h"
 #include "docgroup.h"
 #include "docstore.h"
@@ -184,20 +185,12 @@ void suite_doc(const harness_opts *o, bench_result *r)
     if (docstore_set_cache(ds, o->cache_mode, 100000, (size_t)64 << 20, &err))
         harness_die("cache", &err);
     char(*ids)[UUID7_LEN + 1] = malloc((size_t)n * sizeof *ids);
-    double t = harness_now();
-    for (long i = 0; i < n; i++) {
-        json_t *d = harness_record(i);
-        if (docstore_put(ds, NULL, d, ids[i], NULL, &err))
-            harness_die("put", &err);
-        json_decref(d);
-    }
-    bench_add(r, "doc.put", n / (harness_now() - t), "records/s", "higher",
-              "put(), one durable file per record");
+    suite_docput(o, ds, ids, r);
 
     char path[PATH_MAX];
     fsx_pathf(path, NULL, "%s/export.jsonl", o->work);
     size_t cnt;
-    t = harness_now();
+    double t = harness_now();
     if (docstore_export_jsonl(ds, path, &cnt, &err))
         harness_die("export", &err);
     bench_add(r, "doc.export_jsonl", cnt / (harness_now() - t), "records/s", "higher",
