@@ -70,7 +70,7 @@ static const cmp_row rows[] = {
     {"doc.get", "doc.get_answer", CLS_KERNEL, OPS_UPTO1000, "limit.stat",
      "both read what the puts cached; storhd: the bytes GET sends (doc.get decodes them into "
      "a tree; doc.get_uncached reads the file)"},
-    {"cache.cold", "cache.get_cold_answer", CLS_KERNEL, OPS_N, "limit.record_read",
+    {"cache.cold", "cache.get_cold_answer", CLS_KERNEL, OPS_N, "limit.cold_read",
      "storhd: the bytes GET sends, a canonical file kept as read (cache.get_cold: decoded into "
      "a tree)"},
     {"doc.stream", "doc.stream", CLS_KERNEL, OPS_N, "limit.stream", NULL},
