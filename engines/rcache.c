@@ -33,6 +33,10 @@ typedef struct node {
     rcache_blob *blob; /* the canonical bytes (a write's, or a reader's encoding) */
     file_state st;     /* of the file the data came from */
     uint32_t fresh;    /* the watch epoch it was validated at; 0: stat at the next hit */
+    /* a reader's fill not yet vouched for: its ticket, checked at the next
+     * hit's drain (pend_epoch 0: none) */
+    uint32_t pend_epoch;
+    uint64_t pend_named;
     XXH128_hash_t hash;
     size_t bytes;
     struct node *prev, *next; /* LRU: head is the most recent */
@@ -292,7 +296,15 @@ static bool still_valid(rcache *c, node *n, const char *path, bool drained)
     id[IDMAP_KEY] = '\0';
     if (!drained)
         fwatch_drain(c->fw, stale, c);
-    if (n->fresh && n->fresh == fwatch_epoch(c->fw, id)) {
+    uint32_t now = fwatch_epoch(c->fw, id);
+    /* a reader's fill: fresh if no event named a record since its ticket
+     * (as fresh_at would have found at the fill, with more events seen);
+     * only after a drain of this lookup's own: a batch's drain may predate
+     * the fill */
+    if (!drained && n->pend_epoch && n->pend_epoch == now && n->pend_named == c->named)
+        n->fresh = n->pend_epoch;
+    n->pend_epoch = 0;
+    if (n->fresh && n->fresh == now) {
         atomic_fetch_add_explicit(&total_watched, 1, memory_order_relaxed);
         return true;
     }
@@ -536,7 +548,16 @@ static void insert(rcache *c, node *n, size_t cost, const rcache_ticket *t, cons
     memcpy(id, n->id, IDMAP_KEY);
     id[IDMAP_KEY] = '\0';
     pthread_mutex_lock(&c->mu);
-    n->fresh = fresh_at(c, n, id, t, path);
+    if (c->fw && t && t->epoch && !path) {
+        /* a reader's fill: vouched for at its next hit's drain, so that a
+         * cold read pays no read() of the watch; the ticket is checked then
+         * against every event drained since it was taken */
+        n->fresh = 0;
+        n->pend_epoch = t->epoch;
+        n->pend_named = t->named;
+    } else {
+        n->fresh = fresh_at(c, n, id, t, path);
+    }
     node *old = find(c, id);
     if (old)
         drop(c, old);

@@ -38,10 +38,11 @@ typedef enum { RCACHE_MISS, RCACHE_HIT, RCACHE_HIT_ABSENT } rcache_result;
  * is a new reference. */
 rcache_result rcache_get(rcache *c, const char *id, const char *path, json_t **data);
 /* A fill's ticket, taken before the reader opens (or fails to find) the
- * record file: with a watch, the entry the read fills is fresh at once when
- * no event named a record of the collection between the ticket and the
- * fill (the shard was watched before the read began, so whatever changed
- * the file after it is queued); else its next hit stats, as any. */
+ * record file: with a watch, the entry the read fills is fresh without a
+ * stat when no event named a record of the collection between the ticket
+ * and its next hit's drain (the shard was watched before the read began,
+ * so whatever changed the file after it is queued; the fill itself reads
+ * nothing of the watch); else its next hit stats, as any. */
 typedef struct rcache_ticket {
     uint32_t epoch; /* the shard's watch epoch; 0: no watch */
     uint64_t named; /* records named by events, counted */

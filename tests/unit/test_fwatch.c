@@ -196,6 +196,65 @@ TEST(a_rename_drained_by_another_lookup_during_a_fill_is_seen)
     fill_raced(true);
 }
 
+/* A reader's fill is vouched for at its first hit, not by the fill: a
+ * change between the two is seen at that hit. */
+static void change_before_first_hit(const char *coll, bool in_place)
+{
+    docstore *ds = cached_store(coll);
+    CHECK_INT(put_t(ds, CA, "aaaa"), 0);
+    docstore_set_cache(ds, RCACHE_STAT, 100, 1 << 20, NULL); /* a cold cache */
+    how h;
+    CHECK_STR(get_t(ds, CA, &h), "aaaa");
+    CHECK_INT(h, MISS);
+    if (in_place)
+        rewrite_in_place(coll, CA, "bbbb");
+    else
+        publish_by_rename(coll, CA, "bbbb");
+    CHECK_STR(get_t(ds, CA, &h), "bbbb");
+    CHECK(h != WATCHED);
+    CHECK_STR(get_t(ds, CA, &h), "bbbb");
+    CHECK_INT(h, WATCHED);
+    docstore_close(ds);
+}
+
+TEST(a_rename_between_a_fill_and_its_first_hit_is_seen)
+{
+    change_before_first_hit("first_r", false);
+}
+
+TEST(an_in_place_write_between_a_fill_and_its_first_hit_is_seen)
+{
+    change_before_first_hit("first_w", true);
+}
+
+/* A batch's lookups trust what its drain saw; an entry filled after that
+ * drain is not vouched for by it: a rename after the fill, its event not
+ * drained yet, is seen by the stat such a lookup makes. */
+TEST(a_fill_after_a_batch_drain_is_statted_by_the_batch)
+{
+    const char *coll = "batch";
+    docstore *ds = cached_store(coll);
+    CHECK_INT(put_t(ds, CA, "aaaa"), 0);
+    docstore_close(ds);
+    char dir[PATH_MAX], p[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", root, coll);
+    record_file(coll, CA, p);
+    rcache *c = rcache_new(RCACHE_STAT, 100, 1 << 20);
+    rcache_watch(c, dir);
+    rcache_drain(c);
+    rcache_ticket t = rcache_fill_begin(c, CA);
+    struct stat st;
+    CHECK_INT(stat(p, &st), 0);
+    json_t *old = js("{\"t\":\"aaaa\"}");
+    rcache_put(c, CA, old, &st, "x", 1, &t);
+    json_decref(old);
+    publish_by_rename(coll, CA, "cccc");
+    json_t *d = NULL;
+    CHECK_INT(rcache_get_drained(c, CA, p, &d), RCACHE_MISS); /* a stat, which differs */
+    CHECK(d == NULL);
+    rcache_free(c);
+}
+
 TEST(another_writers_rename_is_seen)
 {
     docstore *ds = cached_store("ren");
@@ -433,6 +492,9 @@ static const test_case tests[] = {
     TEST_ENTRY(a_read_fills_an_entry_the_watch_vouches_for),
     TEST_ENTRY(a_rename_during_a_fill_is_seen),
     TEST_ENTRY(a_rename_drained_by_another_lookup_during_a_fill_is_seen),
+    TEST_ENTRY(a_rename_between_a_fill_and_its_first_hit_is_seen),
+    TEST_ENTRY(an_in_place_write_between_a_fill_and_its_first_hit_is_seen),
+    TEST_ENTRY(a_fill_after_a_batch_drain_is_statted_by_the_batch),
     TEST_ENTRY(another_writers_rename_is_seen),
     TEST_ENTRY(another_writers_in_place_write_is_seen),
     TEST_ENTRY(another_writers_unlink_is_seen),
