@@ -72,6 +72,36 @@ static int group_ids(docstore *ds, const qgroup *g, docindex_idset *out, storh_e
     return 0;
 }
 
+/* The candidates of q from the index files, *indexed true, if every group
+ * can produce them; else *indexed false (a full scan decides), also when
+ * an index file is damaged (the records decide; verify reports it). Under
+ * ixlock. */
+static int candidates(docstore *ds, const query *q, docindex_idset *cand, bool *indexed,
+                      storh_err *err)
+{
+    *indexed = false;
+    if (!docindex_active(&ds->ix) || !query_every_group(q, servable, &ds->ix))
+        return 0;
+    *indexed = true;
+    int rc = 0;
+    for (size_t g = 0; !rc && g < q->ngroups; g++) {
+        if (g == 0) { /* one group: its ids are sorted already */
+            rc = group_ids(ds, &q->groups[g], cand, err);
+            continue;
+        }
+        docindex_idset ids = DOCINDEX_IDSET_INIT;
+        if (!(rc = group_ids(ds, &q->groups[g], &ids, err)))
+            rc = docindex_idset_union(cand, &ids, err);
+        docindex_idset_free(&ids);
+    }
+    if (rc == STORH_ECORRUPT) {
+        docindex_idset_free(cand);
+        *indexed = false;
+        rc = 0;
+    }
+    return rc;
+}
+
 static json_t *explain(docstore *ds, const query *q)
 {
     json_t *used = json_array();
@@ -136,25 +166,8 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
     }
     docindex_idset cand = DOCINDEX_IDSET_INIT;
     bool indexed = false;
-    if (!rc && docindex_active(&ds->ix) && query_every_group(q, servable, &ds->ix)) {
-        indexed = true;
-        for (size_t g = 0; !rc && g < q->ngroups; g++) {
-            if (g == 0) { /* one group: its ids are sorted already */
-                rc = group_ids(ds, &q->groups[g], &cand, err);
-                continue;
-            }
-            docindex_idset ids = DOCINDEX_IDSET_INIT;
-            if (!(rc = group_ids(ds, &q->groups[g], &ids, err)))
-                rc = docindex_idset_union(&cand, &ids, err);
-            docindex_idset_free(&ids);
-        }
-        if (rc ==
-            STORH_ECORRUPT) { /* a damaged index file: the records decide (verify reports it) */
-            docindex_idset_free(&cand);
-            indexed = false;
-            rc = 0;
-        }
-    }
+    if (!rc)
+        rc = candidates(ds, q, &cand, &indexed, err);
     pthread_rwlock_unlock(&ds->ixlock);
     if (rc) {
         docindex_idset_free(&cand);
@@ -226,4 +239,90 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
     }
     *out = query_result(q, rows, early);
     return 0;
+}
+
+/* Whether a candidate's answer bytes (a canonical record) pass q: decided
+ * on the bytes where pre can, else on the decoded record (a decode error
+ * goes to *rc and answers false). */
+static bool answer_matches(const query *q, const recpred *pre, const char *id, const rcache_blob *b,
+                           int *rc, storh_err *err)
+{
+    int m = pre ? recpred_match_canonical(pre, id, b->data, b->len) : RECPRED_UNSURE;
+    if (m != RECPRED_UNSURE)
+        return m == RECPRED_YES;
+    json_t *data;
+    if ((*rc = docstore_decode_record(b->data, b->len, id, &data, err)) != 0)
+        return false;
+    bool ok = query_match(q, id, data);
+    json_decref(data);
+    return ok;
+}
+
+int docstore_query_answer(docstore *ds, const query *q, buf *out, bool *served, storh_err *err)
+{
+    *served = false;
+    /* in candidate order (ids ascending) and from the index alone: the rest
+     * is docstore_query's */
+    if (q->explain || q->count || q->order_field)
+        return 0;
+    docindex_idset cand = DOCINDEX_IDSET_INIT;
+    bool indexed;
+    pthread_rwlock_rdlock(&ds->ixlock);
+    int rc = candidates(ds, q, &cand, &indexed, err);
+    pthread_rwlock_unlock(&ds->ixlock);
+    if (rc || !indexed) {
+        docindex_idset_free(&cand);
+        return rc;
+    }
+    recpred *pre = recpred_from_query(q);
+    size_t rows = 0, start = out->len;
+    char last[DOCINDEX_ID + 1] = "";
+    buf_append(out, "{\"records\":[", 12);
+    docstore_batch_begin(ds); /* the candidates as of now: one drain */
+    for (size_t i = 0; !rc && i < cand.n && !(q->limit && rows >= q->limit); i++) {
+        char id[DOCINDEX_ID + 1];
+        memcpy(id, cand.id[i], DOCINDEX_ID);
+        id[DOCINDEX_ID] = '\0';
+        if (!after_cursor(q, id))
+            continue;
+        rcache_blob *b;
+        int r = docstore_batch_get_answer(ds, id, &b, err);
+        if (r == STORH_ENOTFOUND)
+            continue; /* an index entry left by a crash; verify reports it */
+        if (r) {
+            rc = r;
+            break;
+        }
+        if (answer_matches(q, pre, id, b, &rc, err)) {
+            size_t len = b->len;
+            if (len && b->data[len - 1] == '\n') /* the record file's newline */
+                len--;
+            if (rows++)
+                buf_appendc(out, ',');
+            buf_append(out, b->data, len);
+            memcpy(last, id, sizeof last);
+        }
+        rcache_blob_release(b);
+    }
+    docindex_idset_free(&cand);
+    recpred_free(pre);
+    /* the cursor as query_result gives it: a full page's last id */
+    buf_append(out, "],\"next_cursor\":", 16);
+    if (q->limit && rows == q->limit) {
+        buf_appendc(out, '"');
+        buf_appends(out, last);
+        buf_appendc(out, '"');
+    } else {
+        buf_append(out, "null", 4);
+    }
+    buf_appendc(out, '}');
+    if (!rc && buf_failed(out))
+        rc = storh_err_oom(err);
+    if (rc) {
+        out->len = start;
+        if (out->data)
+            out->data[start] = '\0';
+    } else
+        *served = true;
+    return rc;
 }

@@ -336,7 +336,7 @@ static int answer_of(docstore *ds, const char *id, json_t *data, rcache_blob **o
     return rc;
 }
 
-int docstore_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_err *err)
+static int answer(docstore *ds, const char *id, rcache_blob **out, bool drained, storh_err *err)
 {
     *out = NULL;
     if (!uuid7_is_valid(id, strlen(id)))
@@ -346,7 +346,8 @@ int docstore_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_e
     json_t *data = NULL;
     int rc = 0;
     if (ds->cache) {
-        rcache_result r = rcache_get_blob(ds->cache, id, path, &data, out);
+        rcache_result r = drained ? rcache_get_blob_drained(ds->cache, id, path, &data, out)
+                                  : rcache_get_blob(ds->cache, id, path, &data, out);
         if (r == RCACHE_HIT_ABSENT)
             return storh_err_set(err, STORH_ENOTFOUND, "Record not found: %s", id);
         if (r == RCACHE_HIT && *out) {
@@ -386,6 +387,16 @@ int docstore_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_e
     if (!rc)
         estats_add(ESTAT_DOC_GET, 1);
     return rc;
+}
+
+int docstore_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_err *err)
+{
+    return answer(ds, id, out, false, err);
+}
+
+int docstore_batch_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_err *err)
+{
+    return answer(ds, id, out, true, err);
 }
 
 int docstore_lock(docstore *ds, fsx_lock *l, storh_err *err)

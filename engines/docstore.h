@@ -151,5 +151,13 @@ int docstore_set_schema(docstore *ds, const json_t *body, json_t **out, storh_er
  * "next_cursor":id|null}, {"count":n} or the explain() plan. */
 struct query;
 int docstore_query(docstore *ds, const struct query *q, json_t **out, storh_err *err);
+/* The records answer of q as the bytes docstore_query's would encode to,
+ * appended to out, when q is served in id order from the index (no count,
+ * explain or orderBy; its candidates from the index files): each row is
+ * its record's canonical bytes from the record cache, decided on those
+ * bytes where recpred can, so no tree is built for it. *served false
+ * (out untouched): ask docstore_query. */
+int docstore_query_answer(docstore *ds, const struct query *q, buf *out, bool *served,
+                          storh_err *err);
 
 #endif

@@ -433,6 +433,12 @@ rcache_result rcache_get_drained(rcache *c, const char *id, const char *path, js
     return lookup(c, id, path, data, NULL, true);
 }
 
+rcache_result rcache_get_blob_drained(rcache *c, const char *id, const char *path, json_t **data,
+                                      rcache_blob **blob)
+{
+    return lookup(c, id, path, data, blob, true);
+}
+
 rcache_result rcache_peek(rcache *c, const char *id, const char *path, json_t **data,
                           rcache_blob **blob)
 {

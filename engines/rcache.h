@@ -93,6 +93,9 @@ void rcache_drain(rcache *c);
  * so a change made after the batch began may not be seen (a change that
  * returned before it always is). */
 rcache_result rcache_get_drained(rcache *c, const char *id, const char *path, json_t **data);
+/* rcache_get_blob, validated as rcache_get_drained is. */
+rcache_result rcache_get_blob_drained(rcache *c, const char *id, const char *path, json_t **data,
+                                      rcache_blob **blob);
 /* A validated lookup for a reader passing through (a listing, an export):
  * the LRU order and the hit and miss counts are left alone, and nothing is
  * decoded. On RCACHE_HIT *blob (the bytes) and *data (the decoded data) are

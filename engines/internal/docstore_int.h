@@ -50,6 +50,8 @@ int docstore_read_record(docstore *ds, const char *id, json_t **data, storh_err 
  * the cache's watch, made by docstore_batch_begin: docstore_get otherwise. */
 void docstore_batch_begin(docstore *ds);
 int docstore_batch_get(docstore *ds, const char *id, json_t **data, storh_err *err);
+/* docstore_get_answer, validated as docstore_batch_get is. */
+int docstore_batch_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_err *err);
 /* The iterator (with no query) may hand out only these top-level fields of
  * each record's data (borrowed; must outlive it): what an index build
  * reads, without decoding the rest. */

@@ -63,6 +63,36 @@ TEST(indexed_queries_conflicts_and_schema)
     CHECK_INT(count_of("/v1/docs/pages/_query",
                        "{\"field\":\"at\",\"op\":\"between\",\"value\":[10,14]}"),
               5);
+    /* the indexed records answer (each row the record's cached bytes),
+     * paged with its cursor: 10 pages in pages of 4, 4 and 2 */
+    char cursor[64] = "", body[256];
+    int seen = 0, pages = 0;
+    do {
+        snprintf(body, sizeof body,
+                 "{\"where\":[{\"field\":\"kind\",\"op\":\"eq\",\"value\":\"page\"}],"
+                 "\"limit\":4%s%s%s}",
+                 cursor[0] ? ",\"cursor\":\"" : "", cursor, cursor[0] ? "\"" : "");
+        r = req("POST", "/v1/docs/pages/_query", body);
+        CHECK_INT(r.status, 200);
+        json_t *page = json_loadb(r.body, r.len, 0, NULL);
+        json_t *recs_ = json_object_get(page, "records"),
+               *next = json_object_get(page, "next_cursor");
+        size_t i;
+        json_t *row;
+        json_array_foreach (recs_, i, row)
+            CHECK_STR(json_string_value(json_object_get(json_object_get(row, "data"), "kind")),
+                      "page");
+        seen += (int)json_array_size(recs_);
+        CHECK(json_is_null(next) == (json_array_size(recs_) < 4));
+        if (json_array_size(recs_) == 4)
+            CHECK_STR(json_string_value(next),
+                      json_string_value(json_object_get(json_array_get(recs_, 3), "id")));
+        snprintf(cursor, sizeof cursor, "%s", json_is_string(next) ? json_string_value(next) : "");
+        json_decref(page);
+        client_free(&r);
+    } while (cursor[0] && ++pages < 10);
+    CHECK_INT(seen, 10);
+    CHECK_INT(pages, 2);
     r = req("POST", "/v1/docs/pages/_query",
             "{\"where\":[{\"field\":\"at\",\"op\":\"gt\",\"value\":3}],\"explain\":true}");
     CHECK_STR(r.body, "{\"store\":\"Storh\\\\DocPerFileStore\",\"plan\":\"index_scan\",\"indexes\":"
