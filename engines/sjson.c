@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,29 @@ static bool needs_care(unsigned char c)
     return c < 0x20 || c == '"' || c == '\\' || c == 0xE2;
 }
 
+#define BYTES1 UINT64_C(0x0101010101010101)
+#define BYTES80 UINT64_C(0x8080808080808080)
+
+/* Whether any of the 8 bytes at p needs care (exact, by the SWAR "has a
+ * zero byte" and "has a byte below n" tests): a long run of plain bytes
+ * is passed over a word at a time. */
+static bool word_needs_care(const char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    uint64_t q = w ^ (BYTES1 * '"'), b = w ^ (BYTES1 * '\\'), e = w ^ (BYTES1 * 0xE2);
+    return (((q - BYTES1) & ~q) | ((b - BYTES1) & ~b) | ((e - BYTES1) & ~e) |
+            ((w - BYTES1 * 0x20) & ~w)) &
+           BYTES80;
+}
+
 void sjson_encode_string(buf *out, const char *s, size_t len)
 {
     if (!buf_reserve(out, len + 2))
         return;
     size_t plain = 0;
+    while (len - plain >= 8 && !word_needs_care(s + plain))
+        plain += 8;
     while (plain < len && !needs_care((unsigned char)s[plain]))
         plain++;
     if (plain == len) { /* most strings: copied in place, quoted */

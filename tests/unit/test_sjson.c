@@ -105,6 +105,30 @@ TEST(strings_and_escapes)
               "[\"\\u2028\\u2029\x7f\\\"\\\\\\b\\f\\n\\r\"]");
 }
 
+/* Every byte that needs care found at every place of a long string,
+ * whether the word-at-a-time scan or the byte loop meets it first. */
+TEST(escapes_at_every_offset_of_a_long_string)
+{
+    static const char *const raw[] = {
+        "\"",           "\\",           "\n",   "\x01",     "\x1f", "\xe2\x80\xa8",
+        "\xe2\x80\xa9", "\xe2\x82\xac", "\x7f", "\xc3\xa9", " "};
+    static const char *const want[] = {"\\\"",    "\\\\",     "\\n",     "\\u0001",
+                                       "\\u001f", "\\u2028",  "\\u2029", "\xe2\x82\xac",
+                                       "\x7f",    "\xc3\xa9", " "};
+    const char *plain = "abcdefghijklmnopqrstuvwxyz0123456789";
+    buf b = BUF_INIT;
+    for (size_t k = 0; k < sizeof raw / sizeof raw[0]; k++)
+        for (int at = 0; at <= 30; at++) {
+            char in[64], expect[80];
+            int n = snprintf(in, sizeof in, "%.*s%s%s", at, plain, raw[k], plain + at);
+            snprintf(expect, sizeof expect, "\"%.*s%s%s\"", at, plain, want[k], plain + at);
+            buf_reset(&b);
+            sjson_encode_string(&b, in, (size_t)n);
+            CHECK_STR(b.data, expect);
+        }
+    buf_free(&b);
+}
+
 TEST(php_list_map_duality)
 {
     CHECK_STR(enc("{\"e\":{},\"l\":{\"0\":\"a\",\"1\":\"b\"},\"m\":{\"1\":\"a\",\"0\":\"b\"}}", 0),
@@ -216,6 +240,7 @@ static const test_case tests[] = {
     TEST_ENTRY(g17_as_php_sprintf_writes_it),
     TEST_ENTRY(g17_agrees_with_the_docindex_key_printer),
     TEST_ENTRY(strings_and_escapes),
+    TEST_ENTRY(escapes_at_every_offset_of_a_long_string),
     TEST_ENTRY(php_list_map_duality),
     TEST_ENTRY(pretty_style),
     TEST_ENTRY(depth_limit),
