@@ -337,14 +337,35 @@ int docindex_define(docindex *ix, const idxdef *defs, size_t n, bool *changed, s
 
 /* ---------- file paths ---------- */
 
+/* Appends n bytes of s to out (room checked by the caller). */
+static char *put(char *out, const char *s, size_t n)
+{
+    memcpy(out, s, n);
+    return out + n;
+}
+
 int docindex_eq_path(const docindex *ix, const char *field, const char *vk, char *out,
                      storh_err *err)
 {
-    buf h = BUF_INIT;
-    hex_append(&h, field, strlen(field));
-    int rc = fsx_pathf(out, err, "%s/entries/eq/%s/%s.jsonc", ix->dir, h.data ? h.data : "", vk);
-    buf_free(&h);
-    return rc;
+    /* by hand, not printf: every lookup and count makes this path, and
+     * formatting it cost as much as the count's own work */
+    static const char mid[] = "/entries/eq/", ext[] = ".jsonc";
+    if (!vk) /* the key's buffer ran out of memory */
+        return storh_err_oom(err);
+    size_t dl = strlen(ix->dir), fl = strlen(field), vl = strlen(vk);
+    if (dl + sizeof mid - 1 + 2 * fl + 1 + vl + sizeof ext > PATH_MAX)
+        return storh_err_set(err, STORH_EINVAL, "Path too long.");
+    char *p = put(out, ix->dir, dl);
+    p = put(p, mid, sizeof mid - 1);
+    for (size_t i = 0; i < fl; i++) {
+        unsigned char c = (unsigned char)field[i];
+        *p++ = hexdig[c >> 4];
+        *p++ = hexdig[c & 0xf];
+    }
+    *p++ = '/';
+    p = put(p, vk, vl);
+    memcpy(p, ext, sizeof ext);
+    return 0;
 }
 
 int docindex_compound_path(const docindex *ix, const char *l, const char *r, const char *ck,

@@ -118,7 +118,8 @@ int docindex_count(docindex *ix, const qcond *c, long long *count, bool *served,
     if (!d || d->range || (c->op != QOP_EQ && c->op != QOP_IN))
         return 0;
     size_t n = c->op == QOP_IN ? json_array_size(c->value) : 1;
-    json_t *seen = json_object(); /* in() with a repeated value counts once */
+    /* in() with a repeated value counts once (eq has one value: no set) */
+    json_t *seen = n > 1 ? json_object() : NULL;
     int rc = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         const json_t *want = c->op == QOP_IN ? json_array_get(c->value, i) : c->value;
@@ -128,8 +129,9 @@ int docindex_count(docindex *ix, const qcond *c, long long *count, bool *served,
         docindex_value_key(want, &vk);
         char p[PATH_MAX];
         long long k = 0;
-        if (!json_object_get(seen, vk.data)) {
-            json_object_set_new(seen, vk.data, json_true());
+        if (!seen || !json_object_get(seen, vk.data)) {
+            if (seen)
+                json_object_set_new(seen, vk.data, json_true());
             dix_ids *e = NULL;
             rc = docindex_eq_path(ix, c->field, vk.data, p, err);
             if (!rc)

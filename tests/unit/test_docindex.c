@@ -230,6 +230,8 @@ TEST(queries_use_indexes_and_agree_with_scans)
     json_decref(ex);
     const char *pairs[][2] = {
         {"{\"field\":\"kind\",\"op\":\"eq\",\"value\":\"page\"}", "20"},
+        {"{\"field\":\"kind\",\"op\":\"in\",\"value\":[\"page\",\"page\"]}", "20"},
+        {"{\"field\":\"kind\",\"op\":\"in\",\"value\":[\"page\",\"post\",\"page\"]}", "40"},
         {"{\"field\":\"kind\",\"op\":\"eq\",\"value\":\"page\"},{\"field\":\"tag\",\"op\":\"eq\","
          "\"value\":\"y\"}",
          "7"},
