@@ -126,6 +126,15 @@ static bool after_cursor(const query *q, const char *id)
     return !q->has_cursor || strcmp(id, q->cursor) > 0;
 }
 
+/* Candidate i as a string into id; false when the cursor skips it. */
+static bool candidate(const query *q, const docindex_idset *cand, size_t i,
+                      char id[DOCINDEX_ID + 1])
+{
+    memcpy(id, cand->id[i], DOCINDEX_ID);
+    id[DOCINDEX_ID] = '\0';
+    return after_cursor(q, id);
+}
+
 /* Count fast path: one condition, eq/in on an equality field (or the
  * compound pair) -> the entry files alone. */
 static bool count_from_index(docstore *ds, const query *q)
@@ -182,9 +191,7 @@ int docstore_query(docstore *ds, const query *q, json_t **out, storh_err *err)
         docstore_batch_begin(ds); /* the candidates as of now: one drain */
         for (size_t i = 0; i < cand.n; i++) {
             char id[DOCINDEX_ID + 1];
-            memcpy(id, cand.id[i], DOCINDEX_ID);
-            id[DOCINDEX_ID] = '\0';
-            if (!after_cursor(q, id))
+            if (!candidate(q, &cand, i, id))
                 continue;
             json_t *data;
             int r = docstore_batch_get(ds, id, &data, err);
@@ -281,9 +288,7 @@ int docstore_query_answer(docstore *ds, const query *q, buf *out, bool *served, 
     docstore_batch_begin(ds); /* the candidates as of now: one drain */
     for (size_t i = 0; !rc && i < cand.n && !(q->limit && rows >= q->limit); i++) {
         char id[DOCINDEX_ID + 1];
-        memcpy(id, cand.id[i], DOCINDEX_ID);
-        id[DOCINDEX_ID] = '\0';
-        if (!after_cursor(q, id))
+        if (!candidate(q, &cand, i, id))
             continue;
         rcache_blob *b;
         int r = docstore_batch_get_answer(ds, id, &b, err);
