@@ -19,16 +19,23 @@
 
 static const char hexdig[] = "0123456789abcdef";
 
+/* n bytes of s as lowercase hex at out (room for 2n checked by the
+ * caller): the end of what it wrote. */
+static char *hex_put(char *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        *out++ = hexdig[c >> 4];
+        *out++ = hexdig[c & 0xf];
+    }
+    return out;
+}
+
 static void hex_append(buf *out, const char *s, size_t n)
 {
     if (!buf_reserve(out, 2 * n))
         return;
-    char *p = out->data + out->len;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        p[2 * i] = hexdig[c >> 4];
-        p[2 * i + 1] = hexdig[c & 0xf];
-    }
+    hex_put(out->data + out->len, s, n);
     out->len += 2 * n;
     out->data[out->len] = '\0';
 }
@@ -356,12 +363,7 @@ int docindex_eq_path(const docindex *ix, const char *field, const char *vk, char
     if (dl + sizeof mid - 1 + 2 * fl + 1 + vl + sizeof ext > PATH_MAX)
         return storh_err_set(err, STORH_EINVAL, "Path too long.");
     char *p = put(out, ix->dir, dl);
-    p = put(p, mid, sizeof mid - 1);
-    for (size_t i = 0; i < fl; i++) {
-        unsigned char c = (unsigned char)field[i];
-        *p++ = hexdig[c >> 4];
-        *p++ = hexdig[c & 0xf];
-    }
+    p = hex_put(put(p, mid, sizeof mid - 1), field, fl);
     *p++ = '/';
     p = put(p, vk, vl);
     memcpy(p, ext, sizeof ext);
