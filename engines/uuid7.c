@@ -6,6 +6,10 @@
 #include <sys/random.h>
 #include <time.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 static const char hexdig[] = "0123456789abcdef";
 
 static pthread_mutex_t gen_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -24,23 +28,32 @@ static void put_hex(char *out, uint64_t v, int digits)
     }
 }
 
+static void put_byte(char *out, unsigned b)
+{
+    out[0] = hexdig[(b >> 4) & 0xf];
+    out[1] = hexdig[b & 0xf];
+}
+
 void uuid7_format(int64_t ts_ms, const uint8_t e[10], char out[UUID7_LEN + 1])
 {
-    char ts[12];
-    put_hex(ts, (uint64_t)ts_ms, 12);
-    memcpy(out, ts, 8);
+    uint64_t ts = (uint64_t)ts_ms;
+    /* 12 timestamp digits: 8, a dash, 4 (written out: the loop costs more
+     * than the clock read it follows) */
+    for (int i = 0; i < 6; i++) {
+        unsigned b = (unsigned)(ts >> (40 - 8 * i)) & 0xff;
+        put_byte(out + 2 * i + (i >= 4), b);
+    }
     out[8] = '-';
-    memcpy(out + 9, ts + 8, 4);
     out[13] = '-';
     out[14] = '7';
     out[15] = hexdig[e[0] & 0x0f];
-    put_hex(out + 16, e[1], 2);
+    put_byte(out + 16, e[1]);
     out[18] = '-';
-    put_hex(out + 19, 0x80 | (e[2] & 0x3f), 2);
-    put_hex(out + 21, e[3], 2);
+    put_byte(out + 19, 0x80u | (e[2] & 0x3fu));
+    put_byte(out + 21, e[3]);
     out[23] = '-';
     for (int i = 0; i < 6; i++)
-        put_hex(out + 24 + 2 * i, e[4 + i], 2);
+        put_byte(out + 24 + 2 * i, e[4 + i]);
     out[36] = '\0';
 }
 
@@ -139,6 +152,21 @@ static const uint8_t u7_nothex[256] = {
     /* clang-format on */
 };
 
+#if defined(__SSE2__)
+/* Bit i set when byte i of the 16 at p is a hex digit, either case. Signed
+ * compares: bytes from 0x80 up are negative and fail both ranges. */
+static unsigned u7_hexmask16(const unsigned char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i dig = _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8('0' - 1)),
+                                _mm_cmplt_epi8(x, _mm_set1_epi8('9' + 1)));
+    __m128i l = _mm_or_si128(x, _mm_set1_epi8(0x20));
+    __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(l, _mm_set1_epi8('a' - 1)),
+                                  _mm_cmplt_epi8(l, _mm_set1_epi8('f' + 1)));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(dig, alpha));
+}
+#endif
+
 bool uuid7_is_valid(const char *s, size_t len)
 {
     if (len != UUID7_LEN)
@@ -149,6 +177,14 @@ bool uuid7_is_valid(const char *s, size_t len)
     unsigned v = u[19] | 0x20; /* variant 8, 9, a or b, either case */
     bad |= (unsigned)!(v == '8' || v == '9' || v == 'a' || v == 'b');
     bad |= u7_nothex[u[19]];
+#if defined(__SSE2__)
+    /* the 32 hex positions: bytes 0-15, 16-31 and (overlapping) 20-35 */
+    const uint64_t want = UINT64_C(0xfffffffff) & ~((UINT64_C(1) << 8) | (UINT64_C(1) << 13) |
+                                                    (UINT64_C(1) << 18) | (UINT64_C(1) << 23));
+    uint64_t hex = (uint64_t)u7_hexmask16(u) | (uint64_t)u7_hexmask16(u + 16) << 16 |
+                   (uint64_t)u7_hexmask16(u + 20) << 20;
+    bad |= (unsigned)((hex & want) != want);
+#else
     /* the other 30 hex digits, written out (a loop over a position table
      * costs twice the instructions) */
 #define U7_X(i) u7_nothex[u[i]]
@@ -157,6 +193,7 @@ bool uuid7_is_valid(const char *s, size_t len)
     bad |= U7_X(20) | U7_X(21) | U7_X(22) | U7_X(24) | U7_X(25) | U7_X(26) | U7_X(27);
     bad |= U7_X(28) | U7_X(29) | U7_X(30) | U7_X(31) | U7_X(32) | U7_X(33) | U7_X(34) | U7_X(35);
 #undef U7_X
+#endif
     return bad == 0;
 }
 
