@@ -65,8 +65,9 @@ static const cmp_row rows[] = {
      "both stat each record file (storh validates its record cache)"},
     {"cache.warm", "cache.get_warm_answer", CLS_CPU, OPS_N, "limit.stat",
      "storhd: the bytes GET sends, a validated hit (cache.get_warm: the decoded tree)"},
-    {"uuid.monotonic", "uuid.generate", CLS_CPU, OPS_N, NULL,
-     "storh's ids share one millisecond, storhd's take the clock's"},
+    {"uuid.monotonic", "uuid.generate_at", CLS_CPU, OPS_N, NULL,
+     "both make every id for one given millisecond (uuid.generate: storhd's, reading the "
+     "clock)"},
     {"uuid.validate", "uuid.validate", CLS_CPU, OPS_N, NULL, NULL},
     {"doc.get", "doc.get_answer", CLS_KERNEL, OPS_UPTO1000, "limit.stat",
      "both read what the puts cached; storhd: the bytes GET sends (doc.get decodes them into "
