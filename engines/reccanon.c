@@ -3,6 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "buf.h"
 #include "sjson.h"
 
@@ -25,6 +29,20 @@ static int cont(const unsigned char *s, size_t i, size_t n, unsigned char lo, un
     return i < n && s[i] >= lo && s[i] <= hi;
 }
 
+#if defined(__SSE2__)
+/* Bit i set when byte i of the 16 at p needs the byte-wise check: a quote,
+ * a backslash, a control byte or a byte of a multi-byte sequence (signed,
+ * 0x80 and up are below 0x20). */
+static unsigned special16(const unsigned char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m =
+        _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+    m = _mm_or_si128(m, _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+    return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
 /* A string as the encoder writes it: the short escapes it uses, no \u, raw
  * UTF-8 (valid, no U+2028/2029). */
 static bool string(scan *s, span *out)
@@ -34,6 +52,17 @@ static bool string(scan *s, span *out)
         return false;
     const unsigned char *start = ++p;
     while (p < e) {
+#if defined(__SSE2__)
+        /* plain ASCII goes 16 bytes at a time, to the next byte to check */
+        if (e - p >= 16) {
+            unsigned m = special16(p);
+            if (!m) {
+                p += 16;
+                continue;
+            }
+            p += __builtin_ctz(m);
+        }
+#endif
         unsigned char c = *p;
         if (c == '"') {
             if (out)

@@ -150,6 +150,43 @@ TEST(accepted_bytes_roundtrip)
     buf_free(&b);
 }
 
+/* Strings long enough for the 16-byte scan: every byte value at every
+ * position of a 40-byte string, and multi-byte characters (one refused:
+ * U+2028) at each position; accepted exactly when decode + encode give the
+ * same bytes. */
+TEST(long_strings_every_byte_at_every_position)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyz0123456789ABCD";
+    char data[128], *r = malloc(512);
+    long differ = 0, accepted = 0;
+    for (size_t pos = 0; pos < sizeof plain - 1; pos++)
+        for (int c = 1; c < 256; c++) {
+            char str[sizeof plain];
+            memcpy(str, plain, sizeof plain);
+            str[pos] = (char)c;
+            snprintf(data, sizeof data, "{\"key\":\"%s\",\"n\":1}", str);
+            int n = snprintf(r, 512, "{\"id\":\"%s\",\"data\":%s}\n", ID, data);
+            bool yes = reccanon_is_canonical(r, (size_t)n, ID);
+            accepted += yes;
+            if (yes != roundtrips(r, (size_t)n))
+                differ++;
+        }
+    static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+                                        "\xe2\x80\xa8"};
+    for (size_t pos = 0; pos < sizeof plain - 1; pos++)
+        for (size_t k = 0; k < sizeof chars / sizeof *chars; k++) {
+            int n = snprintf(r, 512, "{\"id\":\"%s\",\"data\":{\"key\":\"%.*s%s%s\"}}\n", ID,
+                             (int)pos, plain, chars[k], plain + pos);
+            bool yes = reccanon_is_canonical(r, (size_t)n, ID);
+            CHECK(yes == (k != 3));
+            if (yes != roundtrips(r, (size_t)n))
+                differ++;
+        }
+    CHECK_INT(differ, 0);
+    CHECK(accepted > 40 * 90); /* the printable ASCII bytes but '"' and '\' */
+    free(r);
+}
+
 /* The projection an index build reads equals the full decode's fields. */
 TEST(projection_matches_the_decode)
 {
@@ -186,5 +223,6 @@ static const test_case tests[] = {
     TEST_ENTRY(encoder_output_is_recognised),
     TEST_ENTRY(what_it_is_not_sure_of_is_refused),
     TEST_ENTRY(accepted_bytes_roundtrip),
+    TEST_ENTRY(long_strings_every_byte_at_every_position),
 };
 TEST_MAIN(tests)
