@@ -1,6 +1,7 @@
 /* suite_queue (bench): the Queue figures, one job at a time and in bulk. */
 #include <jansson.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,47 +151,130 @@ static void bulk_pass(const harness_opts *o, int k, double op[3][BULK_PASSES],
 
 /* ---------- Queue ---------- */
 
-void suite_queue(const harness_opts *o, bench_result *r)
+/* One job at a time, next to its limit: every ROUND calls, the same number
+ * of appends of the bytes those calls added to queue.log (each with its
+ * fsync) to a plain file beside it; the two take turns going first, so
+ * that both figures are of one disk moment (as log.put's). */
+enum { ROUND = 50 };
+
+typedef struct qone {
+    queue *q;
+    const harness_opts *o;
+    json_t *claimed; /* what claim returned, for complete */
+    int limit_fd;
+    double t_op, t_limit;
+} qone;
+
+typedef void (*qone_fn)(qone *c, long i);
+
+static void one_enqueue(qone *c, long i)
+{
+    storh_err err;
+    json_t *one = json_array(), *ids;
+    json_array_append_new(one, harness_record(i));
+    if (queue_enqueue_many(c->q, one, &ids, &err))
+        harness_die("enqueue", &err);
+    json_decref(ids);
+    json_decref(one);
+}
+
+static void one_claim(qone *c, long i)
+{
+    (void)i;
+    storh_err err;
+    json_t *got;
+    if (queue_claim(c->q, 1, &got, &err))
+        harness_die("claim", &err);
+    json_array_extend(c->claimed, got);
+    json_decref(got);
+}
+
+static void one_complete(qone *c, long i)
+{
+    storh_err err;
+    json_t *id = json_pack("[O]", json_object_get(json_array_get(c->claimed, (size_t)i), "id"));
+    size_t done;
+    if (queue_complete_many(c->q, id, true, &done, &err))
+        harness_die("complete", &err);
+    json_decref(id);
+}
+
+/* Seconds for k appends of len bytes, each fsynced. */
+static double limit_appends(int fd, long k, size_t len)
+{
+    static char line[4096];
+    if (len > sizeof line)
+        len = sizeof line;
+    memset(line, 'x', len);
+    double t = harness_now();
+    for (long i = 0; i < k; i++)
+        if (write(fd, line, len) != (ssize_t)len || fsync(fd))
+            harness_die("queue limit append", NULL);
+    return harness_now() - t;
+}
+
+/* n calls of fn in rounds, each beside its limit round; the times add up
+ * in c->t_op and c->t_limit. A round whose limit goes first appends the
+ * size per call of the round before it (the calls' lines barely vary). */
+static void one_by_one(qone *c, long n, qone_fn fn)
+{
+    c->t_op = c->t_limit = 0;
+    size_t per = 0;
+    for (long at = 0, k = 0; at < n; at += ROUND, k++) {
+        long end = at + ROUND < n ? at + ROUND : n;
+        bool limit_first = k % 2 && per;
+        if (limit_first)
+            c->t_limit += limit_appends(c->limit_fd, end - at, per);
+        off_t before = log_size(c->o->work, "jobs");
+        double t = harness_now();
+        for (long i = at; i < end; i++)
+            fn(c, i);
+        c->t_op += harness_now() - t;
+        per = (size_t)(log_size(c->o->work, "jobs") - before) / (size_t)(end - at);
+        if (!limit_first)
+            c->t_limit += limit_appends(c->limit_fd, end - at, per);
+    }
+}
+
+/* enqueue, claim and complete one job at a time, each beside its limit */
+static void one_rows(const harness_opts *o, bench_result *r)
 {
     long n = o->dataset;
     queue *q;
     storh_err err;
     if (queue_open(o->work, "jobs", true, &q, &err))
         harness_die("queue open", &err);
-    json_t *one = json_array();
-    double t = harness_now();
-    for (long i = 0; i < n; i++) {
-        json_array_clear(one);
-        json_array_append_new(one, harness_record(i));
-        json_t *ids;
-        if (queue_enqueue_many(q, one, &ids, &err))
-            harness_die("enqueue", &err);
-        json_decref(ids);
+    char lpath[PATH_MAX];
+    fsx_pathf(lpath, NULL, "%s/queue-limit.log", o->work);
+    qone c = {.q = q, .o = o, .claimed = json_array()};
+    c.limit_fd = open(lpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (c.limit_fd < 0 || fsx_fsync_dir(o->work, NULL))
+        harness_die("queue limit file", NULL);
+    static const qone_fn fns[3] = {one_enqueue, one_claim, one_complete};
+    static const char *const names[3] = {"queue.enqueue", "queue.claim", "queue.complete"};
+    static const char *const labels[3] = {"enqueue(), fsync after every event", "claim()",
+                                          "complete()"};
+    static const char *const lnames[3] = {"limit.queue_enqueue", "limit.queue_claim",
+                                          "limit.queue_complete"};
+    for (int k = 0; k < 3; k++) {
+        one_by_one(&c, n, fns[k]);
+        bench_add(r, names[k], n / c.t_op, "jobs/s", "higher", labels[k]);
+        char ll[160];
+        snprintf(ll, sizeof ll,
+                 "limit: each %s's bytes appended and fsynced, in rounds interleaved with the "
+                 "calls",
+                 names[k] + 6);
+        bench_add(r, lnames[k], n / c.t_limit, "jobs/s", "higher", ll);
     }
-    json_decref(one);
-    bench_add(r, "queue.enqueue", n / (harness_now() - t), "jobs/s", "higher",
-              "enqueue(), fsync after every event");
-    json_t *claimed = json_array();
-    t = harness_now();
-    for (long i = 0; i < n; i++) {
-        json_t *c;
-        if (queue_claim(q, 1, &c, &err))
-            harness_die("claim", &err);
-        json_array_extend(claimed, c);
-        json_decref(c);
-    }
-    bench_add(r, "queue.claim", n / (harness_now() - t), "jobs/s", "higher", "claim()");
-    t = harness_now();
-    for (size_t i = 0; i < json_array_size(claimed); i++) {
-        json_t *id = json_pack("[O]", json_object_get(json_array_get(claimed, i), "id"));
-        size_t done;
-        if (queue_complete_many(q, id, true, &done, &err))
-            harness_die("complete", &err);
-        json_decref(id);
-    }
-    bench_add(r, "queue.complete", n / (harness_now() - t), "jobs/s", "higher", "complete()");
-    json_decref(claimed);
+    close(c.limit_fd);
+    json_decref(c.claimed);
     queue_close(q);
+}
+
+void suite_queue(const harness_opts *o, bench_result *r)
+{
+    long n = o->dataset;
+    one_rows(o, r);
 
     double op[3][BULK_PASSES], lim[3][BULK_PASSES], plain[BULK_PASSES];
     for (int k = 0; k < BULK_PASSES; k++)
