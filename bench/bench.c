@@ -22,6 +22,7 @@
 
 #include "compare.h"
 #include "fwatch.h"
+#include "dirwatch.h"
 #include "logwatch.h"
 #include "rcache.h"
 #include "runner.h"
@@ -81,6 +82,7 @@ int main(int argc, char **argv)
             }
             fwatch_set_enabled(!strcmp(v, "inotify"));
             logwatch_set_enabled(!strcmp(v, "inotify"));
+            dirwatch_set_enabled(!strcmp(v, "inotify"));
         } else if (argv[i][0] != '-' && npos < 2)
             pos[npos++] = argv[i];
         else {

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "buf.h"
@@ -83,6 +84,13 @@ int docindex_batch_update(docindex_batch *b, const char *id, const json_t *old, 
 int docindex_batch_stage(docindex_batch *b, const char ***files, size_t *n, storh_err *err);
 int docindex_batch_publish(docindex_batch *b, char (**dirs)[PATH_MAX], size_t *n, storh_err *err);
 void docindex_batch_free(docindex_batch *b);
+
+/* Process-wide totals of the entry files kept in memory (tests): lookups,
+ * and those answered on the watch of their directory without a stat. */
+typedef struct docindex_mem_stats {
+    uint64_t lookups, watched;
+} docindex_mem_stats;
+void docindex_mem_totals(docindex_mem_stats *out);
 
 /* Rebuild: delete entries/, then add every record, then write files. */
 typedef struct docindex_build docindex_build;

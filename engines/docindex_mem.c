@@ -4,8 +4,12 @@
  * file the way the record cache does (rcache.h, STAT): inode and device,
  * size, nanosecond mtime and ctime; a write by this process (a publish by
  * rename, an unlink) or by another one (storh, another storhd) changes
- * them, so the next lookup reads the file again. Thread-safe: lookups run
- * concurrently under the store's index read lock. */
+ * them, so the next lookup reads the file again. Where the entry's
+ * directory is watched (dirwatch.h), a copy (or an absence) validated at
+ * the watch's stamp is served without the stat while no event has named
+ * anything in that directory since: one read of the watch instead of a
+ * stat of a long path. Thread-safe: lookups run concurrently under the
+ * store's index read lock. */
 #include "docindex_int.h"
 
 #include <errno.h>
@@ -16,12 +20,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirwatch.h"
 #include "fsx.h"
 #include "sjson.h"
 
 #define MEM_BUCKETS 1024
 #define MEM_MAX_ENTRIES 8192
 #define MEM_MAX_BYTES ((size_t)64 << 20)
+#define MEM_DIRS 64 /* entry dirs watched per index: its fields and pairs */
 
 typedef docindex_fstate mstate;
 
@@ -42,9 +48,19 @@ typedef struct mnode {
     size_t hash;
     char *name; /* path, NUL, key */
     size_t name_len;
-    mstate st;
-    dix_ids *ids;
+    mstate st;      /* all zero: the file was absent */
+    uint64_t stamp; /* its dir's watch stamp when last validated; 0: none */
+    dix_ids *ids;   /* &empty_ids when absent */
 } mnode;
+
+/* An entry directory and the watch over it (dirwatch.h). */
+enum { MDIR_RETRY, MDIR_ABSENT, MDIR_NEVER };
+typedef struct mdir {
+    char *path;
+    size_t len;
+    dirwatch *w; /* NULL: none (state says whether to try again) */
+    int state;
+} mdir;
 
 /* A range field's effective set, shared by the lookups that use it. */
 struct docindex_range {
@@ -61,9 +77,17 @@ struct docindex_mem {
     mnode *b[MEM_BUCKETS];
     size_t entries, bytes;
     docindex_range *ranges[MEM_RANGES];
+    mdir dirs[MEM_DIRS];
+    size_t ndirs;
 };
 
 static dix_ids empty_ids = {.refs = 1};
+static _Atomic uint64_t t_lookups, t_watched;
+
+void docindex_mem_totals(docindex_mem_stats *out)
+{
+    *out = (docindex_mem_stats){atomic_load(&t_lookups), atomic_load(&t_watched)};
+}
 
 docindex_mem *docindex_mem_new(void)
 {
@@ -116,6 +140,10 @@ void docindex_mem_free(docindex_mem *m)
     mem_clear(m);
     for (size_t i = 0; i < MEM_RANGES; i++)
         docindex_range_release(m->ranges[i]);
+    for (size_t i = 0; i < m->ndirs; i++) {
+        dirwatch_release(m->dirs[i].w);
+        free(m->dirs[i].path);
+    }
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -275,19 +303,98 @@ static int load_ids(const char *path, const char *key, dix_ids **out, mstate *st
     return rc;
 }
 
+/* Under mu: the stamp of the watch over path's directory (armed first if
+ * it is not, or again if it died), 0 when there is none (watches off, the
+ * dir absent or not watchable, the table full): then every lookup stats. */
+static uint64_t dir_stamp(docindex_mem *m, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return 0;
+    size_t len = (size_t)(slash - path);
+    mdir *d = NULL;
+    for (size_t i = 0; i < m->ndirs && !d; i++)
+        if (m->dirs[i].len == len && !memcmp(m->dirs[i].path, path, len))
+            d = &m->dirs[i];
+    if (!d) {
+        if (m->ndirs == MEM_DIRS || !(m->dirs[m->ndirs].path = strndup(path, len)))
+            return 0;
+        d = &m->dirs[m->ndirs++];
+        d->len = len;
+        d->w = NULL;
+        d->state = MDIR_RETRY;
+    }
+    uint64_t st = d->w ? dirwatch_stamp(d->w) : 0;
+    if (st || d->state != MDIR_RETRY)
+        return st;
+    /* not watched, or its dir went away: watch what stands there now */
+    dirwatch_release(d->w);
+    d->w = dirwatch_add(d->path);
+    if (!d->w) /* absent: tried again once a stat finds the file; else never */
+        d->state = errno == ENOENT || errno == ENOTDIR ? MDIR_ABSENT : MDIR_NEVER;
+    return d->w ? dirwatch_stamp(d->w) : 0;
+}
+
+/* Under mu: a stat found a file in path's directory, so an absent
+ * directory's watch is tried again by the next lookup. */
+static void dir_found(docindex_mem *m, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t len = slash ? (size_t)(slash - path) : 0;
+    for (size_t i = 0; i < m->ndirs; i++)
+        if (m->dirs[i].len == len && !memcmp(m->dirs[i].path, path, len) &&
+            m->dirs[i].state == MDIR_ABSENT)
+            m->dirs[i].state = MDIR_RETRY;
+}
+
+/* Under mu: the node of name, NULL if none. */
+static mnode *find(docindex_mem *m, const char *name, size_t nl, size_t h)
+{
+    for (mnode *n = m->b[h % MEM_BUCKETS]; n; n = n->next)
+        if (n->hash == h && n->name_len == nl && !memcmp(n->name, name, nl))
+            return n;
+    return NULL;
+}
+
+/* Under mu: keeps d (absent: &empty_ids) as name's node, validated by st
+ * and stamp; takes a reference to d. Takes name (freed if not kept). */
+static void remember(docindex_mem *m, char *name, size_t nl, size_t h, const mstate *st,
+                     uint64_t stamp, dix_ids *d)
+{
+    size_t bytes = sizeof(mnode) + nl + sizeof *d + d->n * IDMAP_KEY;
+    mnode *n = find(m, name, nl, h);
+    if (n) { /* a stale copy (or one another lookup just loaded): replaced */
+        m->bytes -= sizeof(mnode) + nl + sizeof *d + n->ids->n * IDMAP_KEY;
+        docindex_ids_release(n->ids);
+        free(name);
+    } else {
+        if (m->entries >= MEM_MAX_ENTRIES || m->bytes + bytes > MEM_MAX_BYTES)
+            mem_clear(m); /* bounded: the files are the truth, a miss re-reads */
+        n = calloc(1, sizeof *n);
+        if (!n) {
+            free(name);
+            return;
+        }
+        n->name = name;
+        n->name_len = nl;
+        n->hash = h;
+        n->next = m->b[h % MEM_BUCKETS];
+        m->b[h % MEM_BUCKETS] = n;
+        m->entries++;
+    }
+    n->st = *st;
+    n->stamp = stamp;
+    n->ids = d;
+    m->bytes += bytes;
+    if (d != &empty_ids)
+        atomic_fetch_add(&d->refs, 1);
+}
+
 int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids **out,
                        storh_err *err)
 {
     docindex_mem *m = ix->mem;
-    struct stat s;
-    if (stat(path, &s) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR) {
-            *out = &empty_ids;
-            return 0;
-        }
-        return storh_err_sys(err, errno, "Could not stat storage file: %s", path);
-    }
-    mstate now = state_of(&s);
+    atomic_fetch_add_explicit(&t_lookups, 1, memory_order_relaxed);
     size_t pl = strlen(path), kl = strlen(key), nl = pl + 1 + kl;
     char *name = malloc(nl + 1);
     if (!name)
@@ -295,17 +402,54 @@ int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids 
     memcpy(name, path, pl + 1);
     memcpy(name + pl + 1, key, kl + 1);
     size_t h = fnv(name, nl);
+    uint64_t stamp = 0;
+    if (m) {
+        /* the watch's stamp before the stat: an entry validated at it is
+         * fresh until an event in its directory moves it on */
+        pthread_mutex_lock(&m->mu);
+        stamp = dir_stamp(m, path);
+        mnode *n = stamp ? find(m, name, nl, h) : NULL;
+        if (n && n->stamp == stamp) {
+            atomic_fetch_add_explicit(&t_watched, 1, memory_order_relaxed);
+            if (n->ids != &empty_ids)
+                atomic_fetch_add(&n->ids->refs, 1);
+            *out = n->ids;
+            pthread_mutex_unlock(&m->mu);
+            free(name);
+            return 0;
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+    struct stat s;
+    if (stat(path, &s) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) {
+            free(name);
+            return storh_err_sys(err, errno, "Could not stat storage file: %s", path);
+        }
+        *out = &empty_ids;
+        if (m && stamp) { /* absent, and known to stay so while the stamp holds */
+            mstate none = {0};
+            pthread_mutex_lock(&m->mu);
+            remember(m, name, nl, h, &none, stamp, &empty_ids);
+            pthread_mutex_unlock(&m->mu);
+        } else {
+            free(name);
+        }
+        return 0;
+    }
+    mstate now = state_of(&s);
     if (m) {
         pthread_mutex_lock(&m->mu);
-        for (mnode *n = m->b[h % MEM_BUCKETS]; n; n = n->next)
-            if (n->hash == h && n->name_len == nl && !memcmp(n->name, name, nl) &&
-                same_state(&n->st, &now)) {
-                atomic_fetch_add(&n->ids->refs, 1);
-                *out = n->ids;
-                pthread_mutex_unlock(&m->mu);
-                free(name);
-                return 0;
-            }
+        dir_found(m, path);
+        mnode *n = find(m, name, nl, h);
+        if (n && n->ids != &empty_ids && same_state(&n->st, &now)) {
+            n->stamp = stamp;
+            atomic_fetch_add(&n->ids->refs, 1);
+            *out = n->ids;
+            pthread_mutex_unlock(&m->mu);
+            free(name);
+            return 0;
+        }
         pthread_mutex_unlock(&m->mu);
     }
     mstate st;
@@ -325,39 +469,8 @@ int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids 
         *out = d;
         return 0;
     }
-    size_t bytes = sizeof(mnode) + nl + sizeof *d + d->n * IDMAP_KEY;
     pthread_mutex_lock(&m->mu);
-    mnode **pp = &m->b[h % MEM_BUCKETS];
-    while (*pp && !((*pp)->hash == h && (*pp)->name_len == nl && !memcmp((*pp)->name, name, nl)))
-        pp = &(*pp)->next;
-    mnode *n = *pp;
-    if (n) { /* a stale copy (or one another lookup just loaded): replaced */
-        m->bytes -= sizeof(mnode) + nl + sizeof *d + n->ids->n * IDMAP_KEY;
-        docindex_ids_release(n->ids);
-        free(name);
-    } else {
-        if (m->entries >= MEM_MAX_ENTRIES || m->bytes + bytes > MEM_MAX_BYTES) {
-            mem_clear(m); /* bounded: the files are the truth, a miss re-reads */
-            pp = &m->b[h % MEM_BUCKETS];
-        }
-        n = calloc(1, sizeof *n);
-        if (!n) {
-            pthread_mutex_unlock(&m->mu);
-            free(name);
-            *out = d;
-            return 0;
-        }
-        n->name = name;
-        n->name_len = nl;
-        n->hash = h;
-        n->next = *pp;
-        *pp = n;
-        m->entries++;
-    }
-    n->st = st;
-    n->ids = d;
-    m->bytes += bytes;
-    atomic_fetch_add(&d->refs, 1);
+    remember(m, name, nl, h, &st, stamp, d);
     pthread_mutex_unlock(&m->mu);
     *out = d;
     return 0;

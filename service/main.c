@@ -13,6 +13,7 @@
 #include "budget.h"
 #include "fsx.h"
 #include "fwatch.h"
+#include "dirwatch.h"
 #include "logwatch.h"
 #include "auth.h"
 #include "rpc.h"
@@ -131,6 +132,7 @@ int main(int argc, char **argv)
     rcache_set_budget(svc.budget.cache_bytes_total);
     fwatch_set_enabled(config_cache_watch(&svc.cfg) == 1);
     logwatch_set_enabled(config_cache_watch(&svc.cfg) == 1);
+    dirwatch_set_enabled(config_cache_watch(&svc.cfg) == 1);
     svc.reg = registry_new(svc.cfg.root, config_cache_mode(&svc.cfg), (size_t)svc.cfg.cache_entries,
                            svc.cfg.cache_bytes, svc.budget.max_open_engines);
     if (svc.reg)
