@@ -37,6 +37,10 @@ typedef struct snap_seg {
     bool skip, ordered;
     bool skip_first; /* the line at start is the anchor: pass it */
     char max[UUID7_LEN + 1];
+    /* a sealed segment's size when the snapshot was taken: every line the
+     * state knows lies before it (UINT64_MAX: the active one, or unknown;
+     * read to the end of the file) */
+    uint64_t end;
 } snap_seg;
 
 /* what one read of a segment brings in at most (before the end of the
@@ -101,6 +105,7 @@ static bool take_snapshot(seglog_iter *it)
         snprintf(n->file, sizeof n->file, "%s", g->file);
         n->ordered = g->ordered;
         memcpy(n->max, g->max, sizeof n->max);
+        n->end = i + 1 < s->nsegs && g->size ? g->size : UINT64_MAX;
         if (g->has_minmax && q) {
             n->skip = (q->has_after && strcmp(g->max, q->after) <= 0) ||
                       (q->has_from && strcmp(g->max, q->min_id) < 0) ||
@@ -274,9 +279,17 @@ static int read_chunk(seglog_iter *it, uint64_t *scan, storh_err *err)
     buf_reset(&it->seg);
     it->base = it->pos;
     const char *file = it->snap[it->si - 1].file;
+    uint64_t end = it->snap[it->si - 1].end;
     size_t want = it->chunk;
     if (it->chunk < ITER_CHUNK)
         it->chunk *= 2;
+    if (end != UINT64_MAX && it->base >= end) { /* nothing the state knows is left */
+        it->seg_end = true;
+        *scan = 0;
+        return 0;
+    }
+    if (end != UINT64_MAX && end - it->base <= (uint64_t)want * 2)
+        want = (size_t)(end - it->base); /* the rest in one read, no read of the end */
     for (;;) {
         if (!buf_reserve(&it->seg, want))
             return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
@@ -292,6 +305,11 @@ static int read_chunk(seglog_iter *it, uint64_t *scan, storh_err *err)
             break;
         }
         it->seg.len += (size_t)r;
+        if (end != UINT64_MAX && it->base + it->seg.len >= end) { /* its lines end there */
+            it->seg_end = true;
+            *scan = end - it->base;
+            break;
+        }
         const char *nl = memrchr(it->seg.data + it->seg.len - r, '\n', (size_t)r);
         if (nl) {
             *scan = (uint64_t)(nl - it->seg.data) + 1;

@@ -910,6 +910,48 @@ static int raw_matches_tree(seglog *s, const recquery *q, int *nraw, int *ntree)
  * beyond int64, many keys), deletes and re-puts, and storh's and odd
  * writers' lines; with a cursor, a time range, a limit and a field
  * condition. */
+/* Sealed segments are read up to the size the state has for them, the
+ * rest of a segment in one read when it is near: every record once, in
+ * order, from any cursor, with segment sizes on both sides of the first
+ * read's 16 KiB and bytes no line of the state covers (another writer's
+ * torn tail) after a sealed segment's last line. */
+TEST(sealed_segments_are_read_to_their_size)
+{
+    seglog *s = open_log("sealed", 17 * 1024);
+    CHECK(s != NULL);
+    enum { N = 900 };
+    static char ids[N][37];
+    for (int i = 0; i < N; i++) {
+        json_t *d = json_pack("{sisi}", "i", i, "pad", i % 7 ? 12345 : 1234567);
+        CHECK_INT(seglog_put(s, NULL, d, ids[i], NULL), 0);
+        json_decref(d);
+    }
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/sealed/segments/seg-000001.ndjson", root);
+    int fd = open(p, O_WRONLY | O_APPEND);
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        CHECK_INT(write(fd, "99\tdeadbeef\t{\"op\":\"put\",\"id\":\"", 31), 31);
+        close(fd);
+    }
+    static char got[N][37];
+    CHECK_INT(count_live(s, NULL, got, N), N);
+    int inorder = 0;
+    for (int i = 0; i < N; i++)
+        inorder += !strcmp(got[i], ids[i]);
+    CHECK_INT(inorder, N);
+    int froms[] = {0, 150, 151, 299, 450, N - 2};
+    for (size_t k = 0; k < sizeof froms / sizeof *froms; k++) {
+        recquery q;
+        recquery_init(&q);
+        recquery_after(&q, ids[froms[k]], 36, NULL);
+        CHECK_INT(count_live(s, &q, got, N), N - 1 - froms[k]);
+        CHECK_STR(got[0], ids[froms[k] + 1]);
+        recquery_clear(&q);
+    }
+    seglog_close(s);
+}
+
 TEST(raw_reads_match_the_decoded_path)
 {
     seglog *s = open_log("raw", 4096); /* several segments */
@@ -1364,6 +1406,7 @@ TEST(read_across_compaction_with_cursor_and_limit)
 }
 
 static const test_case tests[] = {
+    TEST_ENTRY(sealed_segments_are_read_to_their_size),
     TEST_ENTRY(concurrent_appends_roll_cleanly),
     TEST_ENTRY(failed_bulk_write_changes_nothing),
     TEST_ENTRY(equality_counters_follow_appends_and_deletes),
