@@ -5,7 +5,10 @@
  * names a slot's dir moves that slot's generation to the next tick, and a
  * queue overflow or a failed read moves the epoch to it, so a stamp never
  * repeats, even across a slot given up and a new one for the same path.
- * Events are queued by the writer's own rename(), unlink() or write()
+ * A slot has a filter of the names that concern it (the logs' watch
+ * passes only manifests and segments); slots of one dir with different
+ * filters share the kernel's watch. Events are queued by the writer's own
+ * rename(), unlink() or write()
  * before it returns, so one read at the start of a lookup sees every
  * change that returned before the lookup began. What it cannot see: a
  * directory above the watched one renamed (storh and storhd never rename
@@ -31,6 +34,7 @@ struct dirwatch {
     int wd; /* -1 once the watch is gone */
     int refs;
     uint64_t gen;
+    dirwatch_filter concerns;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -51,7 +55,16 @@ void dirwatch_totals(dirwatch_stats *out)
                             atomic_load(&t_overflows), atomic_load(&t_watches)};
 }
 
-dirwatch *dirwatch_add(const char *dir)
+/* Under mu: whether another live slot than w holds wd. */
+static bool wd_shared(const dirwatch *w, int wd)
+{
+    for (const dirwatch *o = slots; o; o = o->next)
+        if (o != w && o->wd == wd)
+            return true;
+    return false;
+}
+
+dirwatch *dirwatch_add(const char *dir, dirwatch_filter concerns)
 {
     if (atomic_load(&disabled)) {
         errno = ENOTSUP;
@@ -69,16 +82,17 @@ dirwatch *dirwatch_add(const char *dir)
     if (wd < 0)
         e = fd >= 0 ? errno : ENOTSUP;
     if (wd >= 0) {
-        for (w = slots; w && w->wd != wd; w = w->next)
+        for (w = slots; w && !(w->wd == wd && w->concerns == concerns); w = w->next)
             ;
         if (w) {
             w->refs++;
         } else if ((w = calloc(1, sizeof *w)) != NULL) {
-            *w = (dirwatch){slots, wd, 1, ++tick};
+            *w = (dirwatch){slots, wd, 1, ++tick, concerns};
             slots = w;
             atomic_fetch_add_explicit(&t_watches, 1, memory_order_relaxed);
         } else {
-            inotify_rm_watch(fd, wd);
+            if (!wd_shared(NULL, wd))
+                inotify_rm_watch(fd, wd);
             e = ENOMEM;
         }
     }
@@ -94,7 +108,7 @@ void dirwatch_release(dirwatch *w)
         return;
     pthread_mutex_lock(&mu);
     if (--w->refs == 0) {
-        if (w->wd >= 0)
+        if (w->wd >= 0 && !wd_shared(w, w->wd))
             inotify_rm_watch(fd, w->wd);
         for (dirwatch **p = &slots; *p; p = &(*p)->next)
             if (*p == w) {
@@ -106,7 +120,7 @@ void dirwatch_release(dirwatch *w)
     pthread_mutex_unlock(&mu);
 }
 
-/* Under mu. */
+/* Under mu: the event applied to every slot of its watch. */
 static void handle(const struct inotify_event *ev)
 {
     atomic_fetch_add_explicit(&t_events, 1, memory_order_relaxed);
@@ -115,17 +129,18 @@ static void handle(const struct inotify_event *ev)
         atomic_fetch_add_explicit(&t_overflows, 1, memory_order_relaxed);
         return;
     }
-    dirwatch *w = slots;
-    while (w && w->wd != ev->wd)
-        w = w->next;
-    if (!w) /* the IN_IGNORED of a watch already let go */
-        return;
-    if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)) {
-        if (!(ev->mask & IN_IGNORED))
-            inotify_rm_watch(fd, w->wd);
-        w->wd = -1; /* dead: stamps are 0 from now on */
+    bool gone = ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT);
+    if (gone && !(ev->mask & IN_IGNORED) && ev->wd >= 0)
+        inotify_rm_watch(fd, ev->wd);
+    int wd = ev->wd;
+    for (dirwatch *w = slots; w; w = w->next) {
+        if (w->wd != wd) /* (none: the IN_IGNORED of a watch already let go) */
+            continue;
+        if (gone)
+            w->wd = -1; /* dead: stamps are 0 from now on */
+        if (gone || !ev->len || !w->concerns || w->concerns(ev->name))
+            w->gen = ++tick;
     }
-    w->gen = ++tick;
 }
 
 /* Under mu: every queued event applied. */
@@ -154,12 +169,21 @@ static void drain(void)
     }
 }
 
-uint64_t dirwatch_stamp(dirwatch *w)
+void dirwatch_stamps(dirwatch *const *ws, size_t n, uint64_t *out)
 {
     atomic_fetch_add_explicit(&t_stamps, 1, memory_order_relaxed);
     pthread_mutex_lock(&mu);
     drain();
-    uint64_t s = w->wd < 0 ? 0 : w->gen > epoch ? w->gen : epoch;
+    for (size_t i = 0; i < n; i++) {
+        const dirwatch *w = ws[i];
+        out[i] = w->wd < 0 ? 0 : w->gen > epoch ? w->gen : epoch;
+    }
     pthread_mutex_unlock(&mu);
+}
+
+uint64_t dirwatch_stamp(dirwatch *w)
+{
+    uint64_t s;
+    dirwatch_stamps(&w, 1, &s);
     return s;
 }

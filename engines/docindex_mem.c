@@ -329,7 +329,7 @@ static uint64_t dir_stamp(docindex_mem *m, const char *path)
         return st;
     /* not watched, or its dir went away: watch what stands there now */
     dirwatch_release(d->w);
-    d->w = dirwatch_add(d->path);
+    d->w = dirwatch_add(d->path, NULL);
     if (!d->w) /* absent: tried again once a stat finds the file; else never */
         d->state = errno == ENOENT || errno == ENOTDIR ? MDIR_ABSENT : MDIR_NEVER;
     return d->w ? dirwatch_stamp(d->w) : 0;

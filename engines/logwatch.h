@@ -1,9 +1,9 @@
 /* logwatch: tells an open log whether anything another writer could have
  * changed (its manifest, a segment file, the dirs holding them) has changed
  * since the log last checked by stat, so that a read can skip that stat
- * pair. One inotify descriptor serves every log of the process (the
- * engines' descriptor budget is not touched); it watches each log's
- * collection dir and segments/ dir. Thread-safe (one mutex). */
+ * pair. The process's one inotify descriptor (dirwatch.h, outside the
+ * engines' descriptor budget) watches each log's collection dir and
+ * segments/ dir. Thread-safe. */
 #ifndef STORH_LOGWATCH_H
 #define STORH_LOGWATCH_H
 
@@ -12,9 +12,9 @@
 
 typedef struct logwatch logwatch;
 
-/* What a log last validated against: the watch's counters at a moment. */
+/* What a log last validated against: its two dirs' stamps at a moment. */
 typedef struct logwatch_mark {
-    uint64_t coll, segs, epoch;
+    uint64_t coll, segs;
 } logwatch_mark;
 
 /* A watch over the log whose collection dir is dir; NULL when watches are
@@ -37,7 +37,8 @@ void logwatch_validated(logwatch *w, const logwatch_mark *at);
 typedef struct logwatch_stats {
     uint64_t checks, quiet, events, overflows;
 } logwatch_stats;
-/* Process-wide totals (tests). */
+/* Process-wide totals (tests); events and overflows are the process's
+ * inotify queue's (dirwatch_totals). */
 void logwatch_totals(logwatch_stats *out);
 
 #endif

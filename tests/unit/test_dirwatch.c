@@ -50,7 +50,7 @@ TEST(a_stamp_holds_until_the_dir_changes)
     snprintf(f, sizeof f, "%s/f", d);
     snprintf(g, sizeof g, "%s/g", root);
     CHECK_INT(mkdir(d, 0755), 0);
-    dirwatch *w = dirwatch_add(d);
+    dirwatch *w = dirwatch_add(d, NULL);
     CHECK(w != NULL);
     if (!w)
         return;
@@ -71,7 +71,7 @@ TEST(a_stamp_holds_until_the_dir_changes)
     CHECK(s4 != s3 && s4 != 0);
     /* a second watcher of the dir shares the watch; one let go, the
      * other still sees changes */
-    dirwatch *w2 = dirwatch_add(d);
+    dirwatch *w2 = dirwatch_add(d, NULL);
     CHECK(w2 == w);
     dirwatch_release(w2);
     touch(f);
@@ -85,7 +85,7 @@ TEST(a_removed_dir_kills_the_stamp_and_a_new_one_is_watched_again)
     snprintf(d, sizeof d, "%s", dir("w2"));
     snprintf(f, sizeof f, "%s/f", d);
     CHECK_INT(mkdir(d, 0755), 0);
-    dirwatch *w = dirwatch_add(d);
+    dirwatch *w = dirwatch_add(d, NULL);
     CHECK(w != NULL);
     if (!w)
         return;
@@ -94,7 +94,7 @@ TEST(a_removed_dir_kills_the_stamp_and_a_new_one_is_watched_again)
     CHECK(dirwatch_stamp(w) == 0);
     CHECK_INT(mkdir(d, 0755), 0);
     CHECK(dirwatch_stamp(w) == 0); /* the old watch stays dead */
-    dirwatch *again = dirwatch_add(d);
+    dirwatch *again = dirwatch_add(d, NULL);
     CHECK(again != NULL && again != w);
     uint64_t s2 = again ? dirwatch_stamp(again) : 0;
     CHECK(s2 != 0 && s2 != s);
@@ -103,10 +103,10 @@ TEST(a_removed_dir_kills_the_stamp_and_a_new_one_is_watched_again)
     dirwatch_release(again);
     dirwatch_release(w);
     errno = 0;
-    CHECK(dirwatch_add(dir("absent")) == NULL);
+    CHECK(dirwatch_add(dir("absent"), NULL) == NULL);
     CHECK_INT(errno, ENOENT);
     dirwatch_set_enabled(false);
-    CHECK(dirwatch_add(d) == NULL);
+    CHECK(dirwatch_add(d, NULL) == NULL);
     dirwatch_set_enabled(true);
 }
 
