@@ -28,6 +28,7 @@ struct docstore_iter {
     const char *const *fields; /* docstore_iter_fields */
     size_t nfields;
     rcache_blob *blob;  /* the cached bytes handed out by the last step */
+    size_t looked;      /* cache lookups made: the watch is drained every ITER_DRAIN */
     recpred *where;     /* q's field equalities on canonical bytes, if they compile */
     const recpred *pre; /* docstore_iter_prefilter */
 };
@@ -50,17 +51,26 @@ int docstore_iter_open(docstore *ds, const recquery *q, docstore_iter **out, sto
     return 0;
 }
 
+/* Lookups of a listing validated against one drain of the watch: a
+ * change that returned before the listing began is always seen, one made
+ * while it runs is seen within this many records (as a read of the file
+ * then would: the listing reads each record once, at some moment of it). */
+#define ITER_DRAIN 64
+
 /* The record cache's entry of a listed record, validated as a get's (the
- * listing's reads take it where a write or a get left it): RCACHE_HIT with
- * *d its data, or it->blob its canonical bytes, or both; RCACHE_HIT_ABSENT;
- * RCACHE_MISS (read the file). */
+ * listing's reads take it where a write or a get left it), against a drain
+ * of the watch shared by ITER_DRAIN lookups: RCACHE_HIT with *d its data,
+ * or it->blob its canonical bytes, or both; RCACHE_HIT_ABSENT; RCACHE_MISS
+ * (read the file). */
 static int cached(docstore_iter *it, const char *key, bool uuid, const char *path, json_t **d)
 {
     /* an unvalidated (TRUST) cache is for gets; a listing reads the files */
     if (!it->ds->cache || !uuid || rcache_get_mode(it->ds->cache) == RCACHE_TRUST)
         return RCACHE_MISS;
     rcache_blob *b;
-    rcache_result r = rcache_peek(it->ds->cache, key, path, d, &b);
+    if (it->looked++ % ITER_DRAIN == 0)
+        rcache_drain(it->ds->cache);
+    rcache_result r = rcache_peek_drained(it->ds->cache, key, path, d, &b);
     it->blob = b; /* the bytes, handed out as they are (NULL: none cached) */
     return (int)r;
 }

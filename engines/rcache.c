@@ -439,15 +439,15 @@ rcache_result rcache_get_blob_drained(rcache *c, const char *id, const char *pat
     return lookup(c, id, path, data, blob, true);
 }
 
-rcache_result rcache_peek(rcache *c, const char *id, const char *path, json_t **data,
-                          rcache_blob **blob)
+static rcache_result peek(rcache *c, const char *id, const char *path, json_t **data,
+                          rcache_blob **blob, bool drained)
 {
     *data = NULL;
     *blob = NULL;
     pthread_mutex_lock(&c->mu);
     node *n = find(c, id);
     rcache_result r = RCACHE_MISS;
-    if (n && still_valid(c, n, path, false)) {
+    if (n && still_valid(c, n, path, drained)) {
         r = n->data || n->blob ? RCACHE_HIT : RCACHE_HIT_ABSENT;
         if (n->blob) {
             atomic_fetch_add_explicit(&n->blob->refs, 1, memory_order_relaxed);
@@ -460,6 +460,18 @@ rcache_result rcache_peek(rcache *c, const char *id, const char *path, json_t **
     }
     pthread_mutex_unlock(&c->mu);
     return r;
+}
+
+rcache_result rcache_peek(rcache *c, const char *id, const char *path, json_t **data,
+                          rcache_blob **blob)
+{
+    return peek(c, id, path, data, blob, false);
+}
+
+rcache_result rcache_peek_drained(rcache *c, const char *id, const char *path, json_t **data,
+                                  rcache_blob **blob)
+{
+    return peek(c, id, path, data, blob, true);
 }
 
 rcache_result rcache_get(rcache *c, const char *id, const char *path, json_t **data)

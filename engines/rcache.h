@@ -103,6 +103,10 @@ rcache_result rcache_get_blob_drained(rcache *c, const char *id, const char *pat
  * is set). */
 rcache_result rcache_peek(rcache *c, const char *id, const char *path, json_t **data,
                           rcache_blob **blob);
+/* rcache_peek, validated as rcache_get_drained is (a listing that drains
+ * the watch once for a run of its records). */
+rcache_result rcache_peek_drained(rcache *c, const char *id, const char *path, json_t **data,
+                                  rcache_blob **blob);
 /* Gives blob (a reference of its own) to the entry of id if that entry
  * still holds data (the reference rcache_get returned), so a rewrite in
  * between is never given the older bytes; counted in the entry's bytes. */

@@ -255,6 +255,45 @@ TEST(a_fill_after_a_batch_drain_is_statted_by_the_batch)
     rcache_free(c);
 }
 
+/* A listing validates its cached records against one drain of the watch
+ * for a run of them: every change made before the listing began is seen,
+ * by rename or in place, at the start, inside and at the end of a run. */
+TEST(a_listing_sees_what_changed_before_it_began)
+{
+    enum { N = 150 };
+    docstore *ds = cached_store("list");
+    docstore_set_cache(ds, RCACHE_STAT, 1000, 1 << 22, NULL);
+    static char ids[N][UUID7_LEN + 1];
+    for (int i = 0; i < N; i++) {
+        uuid7_generate(ids[i], INT64_C(1700000000000) + i, NULL);
+        cache_watched(ds, ids[i], "old");
+    }
+    const int changed[] = {0, 63, 64, 65, 128, N - 1};
+    for (size_t k = 0; k < sizeof changed / sizeof *changed; k++)
+        if (k % 2)
+            publish_by_rename("list", ids[changed[k]], "new");
+        else
+            rewrite_in_place("list", ids[changed[k]], "new");
+    rcache_stats a, b;
+    rcache_totals(&a);
+    docstore_iter *it;
+    CHECK_INT(docstore_iter_open(ds, NULL, &it, NULL), 0);
+    const char *id;
+    json_t *d;
+    int seen = 0, fresh = 0;
+    while (docstore_iter_next(it, &id, &d, NULL) == 1) {
+        seen++;
+        fresh += !strcmp(json_string_value(json_object_get(d, "t")), "new");
+        json_decref(d);
+    }
+    docstore_iter_close(it);
+    rcache_totals(&b);
+    CHECK_INT(seen, N);
+    CHECK_INT(fresh, (int)(sizeof changed / sizeof *changed));
+    CHECK(b.watched - a.watched >= N - 6); /* the others without a stat */
+    docstore_close(ds);
+}
+
 TEST(another_writers_rename_is_seen)
 {
     docstore *ds = cached_store("ren");
@@ -495,6 +534,7 @@ static const test_case tests[] = {
     TEST_ENTRY(a_rename_between_a_fill_and_its_first_hit_is_seen),
     TEST_ENTRY(an_in_place_write_between_a_fill_and_its_first_hit_is_seen),
     TEST_ENTRY(a_fill_after_a_batch_drain_is_statted_by_the_batch),
+    TEST_ENTRY(a_listing_sees_what_changed_before_it_began),
     TEST_ENTRY(another_writers_rename_is_seen),
     TEST_ENTRY(another_writers_in_place_write_is_seen),
     TEST_ENTRY(another_writers_unlink_is_seen),
