@@ -8,9 +8,8 @@
  * A slot has a filter of the names that concern it (the logs' watch
  * passes only manifests and segments); slots of one dir with different
  * filters share the kernel's watch. Events are queued by the writer's own
- * rename(), unlink() or write()
- * before it returns, so one read at the start of a lookup sees every
- * change that returned before the lookup began. What it cannot see: a
+ * rename(), unlink() or write() before it returns, so one read at the
+ * start of a lookup sees every change that returned before it began. What it cannot see: a
  * directory above the watched one renamed (storh and storhd never rename
  * them). */
 #include "dirwatch.h"

@@ -303,27 +303,34 @@ static int load_ids(const char *path, const char *key, dix_ids **out, mstate *st
     return rc;
 }
 
+/* Under mu: the table's entry of path's directory, made when add is set
+ * (NULL: none, a path without a dir, the table full or out of memory). */
+static mdir *dir_of(docindex_mem *m, const char *path, bool add)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return NULL;
+    size_t len = (size_t)(slash - path);
+    for (size_t i = 0; i < m->ndirs; i++)
+        if (m->dirs[i].len == len && !memcmp(m->dirs[i].path, path, len))
+            return &m->dirs[i];
+    if (!add || m->ndirs == MEM_DIRS || !(m->dirs[m->ndirs].path = strndup(path, len)))
+        return NULL;
+    mdir *d = &m->dirs[m->ndirs++];
+    d->len = len;
+    d->w = NULL;
+    d->state = MDIR_RETRY;
+    return d;
+}
+
 /* Under mu: the stamp of the watch over path's directory (armed first if
  * it is not, or again if it died), 0 when there is none (watches off, the
  * dir absent or not watchable, the table full): then every lookup stats. */
 static uint64_t dir_stamp(docindex_mem *m, const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    if (!slash)
+    mdir *d = dir_of(m, path, true);
+    if (!d)
         return 0;
-    size_t len = (size_t)(slash - path);
-    mdir *d = NULL;
-    for (size_t i = 0; i < m->ndirs && !d; i++)
-        if (m->dirs[i].len == len && !memcmp(m->dirs[i].path, path, len))
-            d = &m->dirs[i];
-    if (!d) {
-        if (m->ndirs == MEM_DIRS || !(m->dirs[m->ndirs].path = strndup(path, len)))
-            return 0;
-        d = &m->dirs[m->ndirs++];
-        d->len = len;
-        d->w = NULL;
-        d->state = MDIR_RETRY;
-    }
     uint64_t st = d->w ? dirwatch_stamp(d->w) : 0;
     if (st || d->state != MDIR_RETRY)
         return st;
@@ -339,12 +346,9 @@ static uint64_t dir_stamp(docindex_mem *m, const char *path)
  * directory's watch is tried again by the next lookup. */
 static void dir_found(docindex_mem *m, const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    size_t len = slash ? (size_t)(slash - path) : 0;
-    for (size_t i = 0; i < m->ndirs; i++)
-        if (m->dirs[i].len == len && !memcmp(m->dirs[i].path, path, len) &&
-            m->dirs[i].state == MDIR_ABSENT)
-            m->dirs[i].state = MDIR_RETRY;
+    mdir *d = dir_of(m, path, false);
+    if (d && d->state == MDIR_ABSENT)
+        d->state = MDIR_RETRY;
 }
 
 /* Under mu: the node of name, NULL if none. */
