@@ -177,8 +177,10 @@ static int mkdir_shard(int dfd, const char *name)
 }
 
 int docjournal_write_row(docjournal *j, size_t i, const char *id, const void *data, size_t len,
-                         storh_err *err)
+                         struct stat *written, storh_err *err)
 {
+    if (written)
+        memset(written, 0, sizeof *written);
     char name[NAME_MAX + 1];
     int dfd = row_at(j, i, id, true, name, sizeof name);
     char path[PATH_MAX];
@@ -197,6 +199,8 @@ int docjournal_write_row(docjournal *j, size_t i, const char *id, const void *da
                              path);
     if (fsx_write_all(fd, data, len) != 0)
         rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
+    if (!rc && written && fstat(fd, written) != 0)
+        memset(written, 0, sizeof *written);
     if (close(fd) != 0 && !rc)
         rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
     if (rc)

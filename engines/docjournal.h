@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "storh_err.h"
 
@@ -42,9 +43,11 @@ typedef void (*docjournal_row_fn)(void *ctx, size_t i, const char **id, char *fi
 int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, storh_err *err);
 /* Row i of record id staged: its file created and written (not synced:
  * the commit's syncfs does that), through a descriptor on the rows
- * directory kept by j, its shard directory made when it is missing. */
+ * directory kept by j, its shard directory made when it is missing.
+ * written (NULL: not wanted): the file's fstat as it was closed, or all
+ * zero (st_ino 0) when it could not be taken. */
 int docjournal_write_row(docjournal *j, size_t i, const char *id, const void *data, size_t len,
-                         storh_err *err);
+                         struct stat *written, storh_err *err);
 /* Row i of record id renamed to final (its record path), as
  * docjournal_rename, through the descriptors j keeps on the rows and data
  * directories. */

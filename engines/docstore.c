@@ -310,6 +310,17 @@ int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_er
     return get(ds, id, data, raw, false, err);
 }
 
+int docstore_cached_file(docstore *ds, const char *id, const char *path, bool drain,
+                         rcache_blob **blob, struct stat *st)
+{
+    *blob = NULL;
+    if (!ds->cache)
+        return 0;
+    if (drain)
+        rcache_drain(ds->cache);
+    return rcache_peek_file(ds->cache, id, path, blob, st) == RCACHE_HIT;
+}
+
 void docstore_batch_begin(docstore *ds)
 {
     if (ds->cache)

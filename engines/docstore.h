@@ -53,6 +53,14 @@ int docstore_get(docstore *ds, const char *id, json_t **data, buf *raw, storh_er
  * held until rcache_blob_release; from the record cache, validated as
  * docstore_get validates, without encoding or copying once cached. */
 int docstore_get_answer(docstore *ds, const char *id, rcache_blob **out, storh_err *err);
+/* A record's canonical bytes from the record cache, for a reader walking a
+ * listing of the files (a mirror's feed), with the state of the file they
+ * are; validated as a listing's lookups, against a drain of the watch made
+ * when drain is true (once per run of lookups). path: the record's file.
+ * 1 with *blob (a new reference) and *st set; 0: not cached, or not as
+ * bytes (read the file). */
+int docstore_cached_file(docstore *ds, const char *id, const char *path, bool drain,
+                         rcache_blob **blob, struct stat *st);
 /* *existed tells whether there was a record; deleting nothing is not an error. */
 int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err);
 /* put = a stage of one, published with its concurrent neighbours (one
@@ -81,7 +89,9 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
                                char out_id[UUID7_LEN + 1], storh_err *err);
 size_t docstore_stage_count(const docstore_stage *st);
 /* Publishes every staged row in order and frees the stage. On failure the
- * rows renamed so far stay (each is whole), the rest are removed. */
+ * rows renamed so far stay (each is whole), the rest are removed. With a
+ * record cache, the rows' bytes stay in it once durable (up to the
+ * cache's bounds), as a put's do. */
 int docstore_stage_commit(docstore_stage *st, size_t *written, storh_err *err);
 /* Removes the staged temps and frees the stage. */
 void docstore_stage_abort(docstore_stage *st);

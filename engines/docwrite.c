@@ -34,6 +34,17 @@ typedef struct stage_row {
     json_t *data; /* decoded, for indexes and unique checks; may be NULL */
 } stage_row;
 
+/* A bulk row whose bytes go to the record cache once it is published (its
+ * canonical encoding, and what identifies the file written with them). */
+typedef struct stage_kept {
+    size_t row;
+    rcache_blob *blob;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim;
+} stage_kept;
+
 struct docstore_stage {
     docstore *ds;
     stage_row *rows;
@@ -48,7 +59,14 @@ struct docstore_stage {
     int sync_fd;   /* a descriptor on the collection's filesystem, opened at the
                       first row so syncfs reports every writeback error since */
     docjournal *j; /* bulk: the stage its rows wait in, and its commit record */
-    bool keep;     /* committed but not finished: the next open finishes it */
+    /* bulk, with a record cache: the first rows' bytes, as many as the
+     * cache's bounds hold, for the cache once they are published (as a
+     * single put's are), so a bulk's records are read back without their
+     * files (a mirror's push, a listing) */
+    stage_kept *kept;
+    size_t nkept, capkept, kept_bytes;
+    bool kept_full; /* the bound was reached: no more rows are kept */
+    bool keep;      /* committed but not finished: the next open finishes it */
 };
 
 int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err)
@@ -81,6 +99,66 @@ int docstore_stage_begin(docstore *ds, docstore_stage **out, storh_err *err)
 size_t docstore_stage_count(const docstore_stage *st)
 {
     return st ? st->n : 0;
+}
+
+/* Bulk row st->n, just written as st->enc (written: its file's fstat):
+ * its bytes kept for the record cache while the cache's bounds hold them
+ * and they are its canonical encoding (what a cache entry's bytes are). */
+static void keep_row(docstore_stage *st, const char *id, const struct stat *written)
+{
+    rcache *c = st->ds->cache;
+    if (!c || st->kept_full || !written->st_ino)
+        return;
+    if (!rcache_would_keep(c, st->nkept + 1, st->kept_bytes + st->enc.len)) {
+        st->kept_full = true;
+        return;
+    }
+    if (!reccanon_is_canonical(st->enc.data, st->enc.len, id))
+        return;
+    if (st->nkept == st->capkept) {
+        size_t cap = st->capkept ? st->capkept * 2 : 64;
+        stage_kept *k = realloc(st->kept, cap * sizeof *k);
+        if (!k)
+            return;
+        st->kept = k;
+        st->capkept = cap;
+    }
+    rcache_blob *b = rcache_blob_new(st->enc.data, st->enc.len);
+    if (!b)
+        return;
+    st->kept[st->nkept++] = (stage_kept){
+        st->n, b, written->st_dev, written->st_ino, written->st_size, written->st_mtim};
+    st->kept_bytes += st->enc.len;
+}
+
+/* Under the lock, rows 0..done-1 renamed and durable: the kept rows' bytes
+ * to the record cache, checked against their paths (rcache_put_published),
+ * in runs. */
+static void remember_kept(docstore_stage *st, size_t done)
+{
+    enum { RUN = 64 };
+    rcache_pub pub[RUN];
+    char(*paths)[PATH_MAX] = malloc(RUN * sizeof *paths);
+    size_t n = 0;
+    for (size_t k = 0; k < st->nkept; k++) {
+        stage_kept *q = &st->kept[k];
+        if (q->row >= done || !paths)
+            continue; /* released with the stage */
+        docstore_record_path(st->ds, st->rows[q->row].id, paths[n]);
+        pub[n] = (rcache_pub){.id = st->rows[q->row].id, .path = paths[n], .blob = q->blob};
+        pub[n].written.st_dev = q->dev;
+        pub[n].written.st_ino = q->ino;
+        pub[n].written.st_size = q->size;
+        pub[n].written.st_mtim = q->mtim;
+        q->blob = NULL;
+        if (++n == RUN) {
+            rcache_put_published(st->ds->cache, pub, n);
+            n = 0;
+        }
+    }
+    if (n)
+        rcache_put_published(st->ds->cache, pub, n);
+    free(paths);
 }
 
 /* Writes st->enc to a fresh fsynced temp in the record's shard dir. */
@@ -116,8 +194,9 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     if (!rc && st->bulk && st->sync_fd < 0 &&
         (st->sync_fd = open(ds->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         rc = storh_err_sys(err, errno, "Could not open %s", ds->dir);
+    struct stat written = {0};
     if (!rc && st->bulk)
-        rc = docjournal_write_row(st->j, st->n, id, st->enc.data, st->enc.len, err);
+        rc = docjournal_write_row(st->j, st->n, id, st->enc.data, st->enc.len, &written, err);
     else if (!rc)
         rc = fsx_write_file(tmp, st->enc.data, st->enc.len, !st->grouped, err);
     if (rc && rc != STORH_ENOSPC) {
@@ -131,6 +210,8 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     }
     if (rc)
         return rc;
+    if (st->bulk)
+        keep_row(st, id, &written);
     stage_row *row = &st->rows[st->n];
     row->tmp = st->bulk ? NULL : strdup(tmp);
     pthread_rwlock_rdlock(&ds->ixlock);
@@ -329,6 +410,9 @@ static void stage_free(docstore_stage *st, size_t from_row)
         json_decref(st->rows[i].data);
     }
     free(st->rows);
+    for (size_t k = 0; k < st->nkept; k++)
+        rcache_blob_release(st->kept[k].blob);
+    free(st->kept);
     buf_free(&st->enc);
     if (st->sync_fd >= 0)
         close(st->sync_fd);
@@ -479,6 +563,8 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
                 rc = frc;
         }
     }
+    if (st->bulk && st->nkept && !rc)
+        remember_kept(st, *done);
     if (st->bulk && st->keep && !rc) { /* durable: the commit record goes */
         docjournal_end(st->j);
         st->j = NULL;

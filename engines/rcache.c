@@ -556,26 +556,16 @@ static uint32_t fresh_at(rcache *c, const node *n, const char *id, const rcache_
     return !path || stat_valid(c, n, path) ? e : 0;
 }
 
-/* Takes n (its id, data or blob, state and hash set) into the cache in
- * place of any entry of id, fresh as fresh_at says. */
-static void insert(rcache *c, node *n, size_t cost, const rcache_ticket *t, const char *path)
+/* Under c->mu: takes n (its id, data or blob, state, hash and fresh set)
+ * into the cache in place of any entry of id (the caller enforces the
+ * budget once the lock is let go). */
+static void insert_locked(rcache *c, node *n, size_t cost)
 {
     n->bytes = cost;
     n->owner = c;
     char id[IDMAP_KEY + 1];
     memcpy(id, n->id, IDMAP_KEY);
     id[IDMAP_KEY] = '\0';
-    pthread_mutex_lock(&c->mu);
-    if (c->fw && t && t->epoch && !path) {
-        /* a reader's fill: vouched for at its next hit's drain, so that a
-         * cold read pays no read() of the watch; the ticket is checked then
-         * against every event drained since it was taken */
-        n->fresh = 0;
-        n->pend_epoch = t->epoch;
-        n->pend_named = t->named;
-    } else {
-        n->fresh = fresh_at(c, n, id, t, path);
-    }
     node *old = find(c, id);
     if (old)
         drop(c, old);
@@ -600,6 +590,27 @@ static void insert(rcache *c, node *n, size_t cost, const rcache_ticket *t, cons
         rcache_blob_release(n->blob);
         free(n);
     }
+}
+
+/* Takes n into the cache in place of any entry of id, fresh as fresh_at
+ * says. */
+static void insert(rcache *c, node *n, size_t cost, const rcache_ticket *t, const char *path)
+{
+    char id[IDMAP_KEY + 1];
+    memcpy(id, n->id, IDMAP_KEY);
+    id[IDMAP_KEY] = '\0';
+    pthread_mutex_lock(&c->mu);
+    if (c->fw && t && t->epoch && !path) {
+        /* a reader's fill: vouched for at its next hit's drain, so that a
+         * cold read pays no read() of the watch; the ticket is checked then
+         * against every event drained since it was taken */
+        n->fresh = 0;
+        n->pend_epoch = t->epoch;
+        n->pend_named = t->named;
+    } else {
+        n->fresh = fresh_at(c, n, id, t, path);
+    }
+    insert_locked(c, n, cost);
     pthread_mutex_unlock(&c->mu);
     enforce_budget();
 }
@@ -638,6 +649,92 @@ void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct
     if (c->mode == RCACHE_HASH)
         n->hash = XXH3_128bits(blob->data, blob->len);
     insert(c, n, cost, t, path);
+}
+
+bool rcache_would_keep(const rcache *c, size_t n, size_t bytes)
+{
+    return n <= c->max_entries && n * ENTRY_OVERHEAD + bytes <= c->max_bytes;
+}
+
+/* The stat of a published file shows the file its writer wrote: the same
+ * inode of the same device, its size and mtime (a rename changes neither;
+ * a rewrite, or another file in its place, changes one). */
+static bool same_written(const struct stat *now, const struct stat *w)
+{
+    return now->st_ino == w->st_ino && now->st_dev == w->st_dev && now->st_size == w->st_size &&
+           now->st_mtim.tv_sec == w->st_mtim.tv_sec && now->st_mtim.tv_nsec == w->st_mtim.tv_nsec;
+}
+
+/* Published records checked and taken in runs of this many per hold of the
+ * cache's lock (and per drain of its watch), so readers wait a run's stats
+ * at most. */
+#define PUB_RUN 64
+
+void rcache_put_published(rcache *c, rcache_pub *p, size_t n)
+{
+    for (size_t k = 0; k < n; k += PUB_RUN) {
+        size_t end = n - k < PUB_RUN ? n : k + PUB_RUN;
+        pthread_mutex_lock(&c->mu);
+        if (c->fw)
+            fwatch_drain(c->fw, stale, c);
+        for (size_t i = k; i < end; i++) {
+            rcache_blob *b = p[i].blob;
+            p[i].blob = NULL; /* the cache's now, kept or released */
+            size_t cost = ENTRY_OVERHEAD + b->len;
+            char id[IDMAP_KEY + 1];
+            memcpy(id, p[i].id, IDMAP_KEY);
+            id[IDMAP_KEY] = '\0';
+            /* the watch after the drain and before the stat, as fresh_at */
+            uint32_t e = c->fw ? fwatch_arm(c->fw, id) : 0;
+            struct stat now;
+            node *nd = NULL;
+            if (cost <= c->max_bytes && stat(p[i].path, &now) == 0 &&
+                same_written(&now, &p[i].written))
+                nd = calloc(1, sizeof *nd);
+            if (!nd) {
+                rcache_blob_release(b);
+                node *old = find(c, id);
+                if (old)
+                    drop(c, old);
+                continue;
+            }
+            memcpy(nd->id, id, IDMAP_KEY);
+            nd->blob = b;
+            nd->st = state_of(&now); /* the rename's ctime with it */
+            if (c->mode == RCACHE_HASH)
+                nd->hash = XXH3_128bits(b->data, b->len);
+            nd->fresh = e && fwatch_epoch(c->fw, id) == e ? e : 0;
+            insert_locked(c, nd, cost);
+        }
+        pthread_mutex_unlock(&c->mu);
+        enforce_budget();
+    }
+}
+
+rcache_result rcache_peek_file(rcache *c, const char *id, const char *path, rcache_blob **blob,
+                               struct stat *st)
+{
+    *blob = NULL;
+    pthread_mutex_lock(&c->mu);
+    node *n = find(c, id);
+    rcache_result r = RCACHE_MISS;
+    if (n && c->mode == RCACHE_STAT && still_valid(c, n, path, true)) {
+        if (n->blob) {
+            r = RCACHE_HIT;
+            atomic_fetch_add_explicit(&n->blob->refs, 1, memory_order_relaxed);
+            *blob = n->blob;
+            memset(st, 0, sizeof *st);
+            st->st_dev = n->st.dev;
+            st->st_ino = n->st.ino;
+            st->st_size = n->st.size;
+            st->st_mtim = n->st.mtim;
+            st->st_ctim = n->st.ctim;
+        }
+    } else if (n && c->mode == RCACHE_STAT) {
+        drop(c, n);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
 }
 
 void rcache_forget(rcache *c, const char *id)

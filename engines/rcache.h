@@ -86,6 +86,34 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
  * next reader. Both NULL: the first hit stats. */
 void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct stat *st,
                       const rcache_ticket *t, const char *path);
+/* Whether n records of bytes bytes in all fit the cache's own bounds (a
+ * bulk keeps its rows' bytes for rcache_put_published up to that). */
+bool rcache_would_keep(const rcache *c, size_t n, size_t bytes);
+/* A record a writer published by rename: its canonical bytes (as for
+ * rcache_put_bytes; a reference given to the cache), the record file's
+ * path and the fstat of the file as its writer wrote and closed it. */
+typedef struct rcache_pub {
+    const char *id;
+    const char *path;
+    rcache_blob *blob;
+    struct stat written;
+} rcache_pub;
+/* Remembers a bulk's published records (under the collection's lock, after
+ * their renames): one drain of the watch per run of them, then per record
+ * one stat of its path; a path that still holds the file written (inode,
+ * device, size, mtime: a rename keeps them, anything else in its place
+ * changes one) is cached with its state now (the rename's ctime), fresh
+ * for the watch from that stat on, so what changes it later is seen. Any
+ * other is forgotten. Every blob is the cache's after the call (each
+ * p[i].blob is NULL). */
+void rcache_put_published(rcache *c, rcache_pub *p, size_t n);
+/* A lookup for a reader that wants a record's bytes and the state of the
+ * file they are (a mirror's feed), validated as rcache_peek_drained (the
+ * caller drains): RCACHE_HIT only in STAT mode and where the entry holds
+ * canonical bytes; *blob is then a new reference and *st has the file's
+ * device, inode, size, mtime and ctime (the rest zero). */
+rcache_result rcache_peek_file(rcache *c, const char *id, const char *path, rcache_blob **blob,
+                               struct stat *st);
 /* Drains the watch once for a batch of lookups (rcache_get_drained). */
 void rcache_drain(rcache *c);
 /* rcache_get for a reader that called rcache_drain at the start of its

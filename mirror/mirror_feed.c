@@ -6,7 +6,10 @@
  * emptying it); it takes no record until mirror__feed_start says the row
  * map is complete. Then for each record it either knows it unchanged (its
  * file has the state the memo holds and the row holds the memo's hash: one
- * fstatat) or reads it and makes its row (mirror_rows.c). When the row map
+ * fstatat) or makes its row (mirror_rows.c) from its bytes: those the
+ * docstore's record cache holds (a put's or a bulk's, validated as a
+ * listing's lookups, with the file state the memo keeps), else its file's
+ * (one open, fstat, read and close). When the row map
  * is complete before the feed opens (the push kept it), each file is
  * stated as it is listed, relative to its shard, and a record known
  * unchanged never enters the listing (nor its sort). The push consumes
@@ -30,15 +33,27 @@
 #include "recfile.h"
 #include "mirror_int.h"
 
-/* Items the reader may make ahead: more than two INSERT batches, so the
- * reader goes on reading while the push inserts one batch (with 64 items,
- * fewer than a batch of 100, each thread waited for the other about a
- * third of a push) */
-#define RING 256
+/* Items the reader may make ahead. A thread's wake-up takes up to about a
+ * millisecond in a virtual machine (its vCPU halted), and the push inserts
+ * a row in about 5 µs: the reader is woken while a quarter of the ring is
+ * free, so the push still has hundreds of items to insert by the time the
+ * reader runs (with 256 items, half free at the wake, each thread waited
+ * for the other about a third of a push). */
+#define RING 1024
+/* Items the reader makes between two takes of the lock, and the push
+ * takes or lets go at once: a handoff per item cost each thread a lock per
+ * record */
+#define FEED_RUN 32
+
+/* Cache lookups of the walk validated against one drain of the watch (as
+ * a listing's, doclist.c) */
+#define FEED_DRAIN 64
 
 struct mfeed {
     const mirror *m;
     const mirror_coll *c;
+    docstore *ds;
+    unsigned long looked; /* cache lookups made (one drain per FEED_DRAIN) */
     const idmap *rows;
     bool complete; /* rows was complete at open: files are judged as listed */
     mmemo *memo;
@@ -53,10 +68,12 @@ struct mfeed {
     long unchanged; /* records known unchanged (their rows marked seen) */
     bool done;      /* the reader handed out its last item */
     mfeed_item ring[RING];
-    /* the thread: head = items made, tail = items the push let go (the
-     * item at tail is the push's while holding) */
+    /* the thread: head = items made, tail = items the push let go; the
+     * push takes every item made at once ([tail, end), while holding) and
+     * lets them go when it wants more; at: the one it holds now */
     bool threaded, stop, holding, go; /* go: the row map is complete */
-    bool rwait, pwait;                /* the reader waits for room, the push for items */
+    unsigned long at, end;
+    bool rwait, pwait; /* the reader waits for room, the push for items */
     unsigned long head, tail;
     pthread_t th;
     pthread_mutex_t mu;
@@ -157,6 +174,43 @@ static void list(mfeed *f)
     f->datafd = f->l.n ? open(f->data, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 }
 
+/* The row of entry i from the docstore's record cache when it holds the
+ * record's bytes, validated as a listing's lookups (the state it gives is
+ * the file's, for the memo): true when made (*st set); false: read the
+ * file (which also says why bytes that make no row do not). */
+static bool from_cache(mfeed *f, size_t i, const char *key, bool uuid, mfeed_item *it,
+                       struct stat *st)
+{
+    char path[PATH_MAX];
+    rcache_blob *b;
+    if (!uuid || recfile_list_path(&f->l, i, path) != 0 ||
+        !docstore_cached_file(f->ds, key, path, f->looked++ % FEED_DRAIN == 0, &b, st))
+        return false;
+    int rc = mirror__row_bytes(f->m, f->c, &it->r, key, b->data, b->len, &it->err);
+    rcache_blob_release(b);
+    return rc == 0;
+}
+
+/* The row of entry i read from its file (its state into *st): 0 made, 1
+ * skip it (a name too long to open, as the stream), STORH_ENOTFOUND
+ * (deleted since the listing), else an error (it->err). */
+static int from_file(mfeed *f, size_t i, const char *key, mfeed_item *it, struct stat *st)
+{
+    char path[PATH_MAX];
+    /* opened relative to data/: two names walked, not the root's path */
+    bool rel = f->datafd >= 0 && entry_rel(f, i, path) == 0;
+    if (!rel && recfile_list_path(&f->l, i, path) != 0)
+        return 1;
+    int rc =
+        mirror__row_file(f->m, f->c, &it->r, rel ? f->datafd : AT_FDCWD, path, key, st, &it->err);
+    if (rc && rc != STORH_ENOTFOUND && rel) { /* the message names the file under data/ */
+        char msg[sizeof it->err.msg];
+        memcpy(msg, it->err.msg, sizeof msg);
+        storh_err_set(&it->err, rc, "%s (under %s)", msg, f->data);
+    }
+    return rc;
+}
+
 /* The next item into it: a row, a record known unchanged, the end, or an
  * error (after which the walk ends). */
 static void produce(mfeed *f, mfeed_item *it)
@@ -185,26 +239,17 @@ static void produce(mfeed *f, mfeed_item *it)
                 continue;
             }
         }
-        char path[PATH_MAX];
         struct stat st;
-        /* opened relative to data/: two names walked, not the root's path */
-        bool rel = f->datafd >= 0 && entry_rel(f, i, path) == 0;
-        if (!rel && recfile_list_path(&f->l, i, path) != 0)
-            continue; /* as the stream: a name too long to open */
-        int rc = mirror__row_file(f->m, f->c, &it->r, rel ? f->datafd : AT_FDCWD, path, key, &st,
-                                  &it->err);
-        if (rc == STORH_ENOTFOUND)
-            continue; /* deleted since the listing */
-        if (rc) {
-            if (rel) { /* the message names the file under data/ */
-                char msg[sizeof it->err.msg];
-                memcpy(msg, it->err.msg, sizeof msg);
-                storh_err_set(&it->err, rc, "%s (under %s)", msg, f->data);
+        if (!from_cache(f, i, key, uuid, it, &st)) {
+            int rc = from_file(f, i, key, it, &st);
+            if (rc == 1 || rc == STORH_ENOTFOUND)
+                continue; /* a name too long to open, or deleted since listed */
+            if (rc) {
+                it->kind = MFEED_ERR;
+                it->rc = rc;
+                f->next = f->l.n;
+                return;
             }
-            it->kind = MFEED_ERR;
-            it->rc = rc;
-            f->next = f->l.n;
-            return;
         }
         if (uuid && f->memo)
             mmemo_put(f->memo, key, &st, it->r.hash);
@@ -226,26 +271,32 @@ static void *reader(void *p)
     pthread_mutex_unlock(&f->mu);
     for (;;) {
         pthread_mutex_lock(&f->mu);
-        if (f->head - f->tail >= RING) { /* full: wait until half is free */
+        if (f->head - f->tail >= RING) { /* full: wait until a quarter is free */
             f->rwait = true;
-            while (!f->stop && f->head - f->tail > RING / 2)
+            while (!f->stop && f->head - f->tail > RING - RING / 4)
                 pthread_cond_wait(&f->freed, &f->mu);
             f->rwait = false;
         }
         bool stop = f->stop;
-        unsigned long at = f->head;
+        unsigned long at = f->head, room = RING - (f->head - f->tail);
         pthread_mutex_unlock(&f->mu);
         if (stop)
             return NULL;
-        mfeed_item *it = &f->ring[at % RING]; /* the reader's until published */
-        produce(f, it);
+        /* a run of items made outside the lock (the slots from head on are
+         * the reader's until published), then published at once */
+        unsigned long k = 0;
+        bool last = false;
+        while (k < room && k < FEED_RUN && !last) {
+            mfeed_item *it = &f->ring[(at + k++) % RING];
+            produce(f, it);
+            last = it->kind == MFEED_END || it->kind == MFEED_ERR;
+        }
         pthread_mutex_lock(&f->mu);
-        f->head++;
-        bool last = it->kind == MFEED_END || it->kind == MFEED_ERR;
-        if (f->pwait && (last || f->head - f->tail >= RING / 4))
+        f->head += k;
+        if (f->pwait)
             pthread_cond_signal(&f->made);
         pthread_mutex_unlock(&f->mu);
-        if (it->kind == MFEED_END || it->kind == MFEED_ERR)
+        if (last)
             return NULL;
     }
 }
@@ -256,7 +307,8 @@ int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const
     mfeed *f = calloc(1, sizeof *f);
     if (!f)
         return storh_err_oom(err);
-    *f = (mfeed){.m = m, .c = c, .rows = rows, .complete = complete, .memo = memo, .datafd = -1};
+    *f = (mfeed){
+        .m = m, .c = c, .ds = ds, .rows = rows, .complete = complete, .memo = memo, .datafd = -1};
     int rc = fsx_pathf(f->data, err, "%s/data", docstore_dir(ds));
     if (rc) {
         free(f);
@@ -292,26 +344,39 @@ mfeed_item *mirror__feed_next(mfeed *f)
         f->done = f->ring[0].kind == MFEED_END || f->ring[0].kind == MFEED_ERR;
         return &f->ring[0];
     }
-    pthread_mutex_lock(&f->mu);
-    if (f->done) { /* past the end: the end again, still held */
-        pthread_mutex_unlock(&f->mu);
-        return &f->ring[f->tail % RING];
+    if (f->done) /* past the end: the end again, still held */
+        return &f->ring[f->at % RING];
+    /* the next of the items taken, until a run of them is to be let go */
+    if (f->holding && f->at + 1 < f->end && f->at + 1 - f->tail < FEED_RUN) {
+        mfeed_item *it = &f->ring[++f->at % RING];
+        f->done = it->kind == MFEED_END || it->kind == MFEED_ERR;
+        return it;
     }
-    if (f->holding) { /* the previous item is let go */
-        f->tail++;
-        if (f->rwait && f->head - f->tail <= RING / 2)
+    pthread_mutex_lock(&f->mu);
+    if (f->holding) { /* the items used so far are let go */
+        f->tail = f->at + 1;
+        if (f->rwait && f->head - f->tail <= RING - RING / 4)
             pthread_cond_signal(&f->freed);
     }
-    if (f->head == f->tail) { /* empty: wait for a few, or the last */
+    if (f->holding && f->tail < f->end) { /* the rest of those taken */
+        f->end = f->head;
+        pthread_mutex_unlock(&f->mu);
+        mfeed_item *it = &f->ring[++f->at % RING];
+        f->done = it->kind == MFEED_END || it->kind == MFEED_ERR;
+        return it;
+    }
+    if (f->head == f->tail) { /* empty: wait for the reader's next run */
         f->pwait = true;
         while (f->head == f->tail)
             pthread_cond_wait(&f->made, &f->mu);
         f->pwait = false;
     }
-    mfeed_item *it = &f->ring[f->tail % RING];
+    f->at = f->tail; /* the items made so far are the push's */
+    f->end = f->head;
+    pthread_mutex_unlock(&f->mu);
+    mfeed_item *it = &f->ring[f->at % RING];
     f->holding = true;
     f->done = it->kind == MFEED_END || it->kind == MFEED_ERR;
-    pthread_mutex_unlock(&f->mu);
     return it;
 }
 

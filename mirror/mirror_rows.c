@@ -105,15 +105,10 @@ int mirror__row_data(mrow *r, const char *id, const json_t *data, storh_err *err
     return 0;
 }
 
-int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, int dirfd, const char *path,
-                     const char *id, struct stat *st, storh_err *err)
+/* The row of the record file's bytes in r->raw. */
+static int row_raw(const mirror *m, const mirror_coll *c, mrow *r, const char *id, storh_err *err)
 {
-    row_reset(r, id);
-    if (buf_failed(&r->id))
-        return storh_err_oom(err);
-    int rc = fsx_read_all_statat(dirfd, path, &r->raw, st, err);
-    if (rc)
-        return rc;
+    int rc;
     if (strlen(id) == UUID7_LEN && uuid7_is_valid(id, UUID7_LEN) && row_canonical(m, c, r))
         return 0;
     json_t *data = NULL;
@@ -122,6 +117,26 @@ int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, int dirfd, 
     rc = mirror__row_data(r, id, data, err);
     json_decref(data);
     return rc;
+}
+
+int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, int dirfd, const char *path,
+                     const char *id, struct stat *st, storh_err *err)
+{
+    row_reset(r, id);
+    if (buf_failed(&r->id))
+        return storh_err_oom(err);
+    int rc = fsx_read_all_statat(dirfd, path, &r->raw, st, err);
+    return rc ? rc : row_raw(m, c, r, id, err);
+}
+
+int mirror__row_bytes(const mirror *m, const mirror_coll *c, mrow *r, const char *id,
+                      const char *bytes, size_t len, storh_err *err)
+{
+    row_reset(r, id);
+    buf_append(&r->raw, bytes, len);
+    if (buf_failed(&r->id) || buf_failed(&r->raw))
+        return storh_err_oom(err);
+    return row_raw(m, c, r, id, err);
 }
 
 /* A typed value from a canonical member's bytes, as row_params would bind

@@ -131,6 +131,10 @@ int mirror__row_data(mrow *r, const char *id, const json_t *data, storh_err *err
  * is an error, as a stream reports it). */
 int mirror__row_file(const mirror *m, const mirror_coll *c, mrow *r, int dirfd, const char *path,
                      const char *id, struct stat *st, storh_err *err);
+/* The row of record id whose file holds bytes (len of them; copied), as
+ * mirror__row_file makes it from the file. */
+int mirror__row_bytes(const mirror *m, const mirror_coll *c, mrow *r, const char *id,
+                      const char *bytes, size_t len, storh_err *err);
 /* The row's parameters in insert order (2 + typed + 1 of them). */
 int mirror__row_params(const mirror *m, const mirror_coll *c, const mrow *r, mparam *p);
 
