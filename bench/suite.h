@@ -7,6 +7,11 @@
 #include "harness.h"
 #include "metrics.h"
 
+struct docstore;
+/* The record cache storhd's service gives a collection it opens (its
+ * defaults: --cache-entries 100000, --cache-bytes 64 MiB; o->cache_mode),
+ * as storh's DocPerFileStore keeps what it writes and reads. */
+void suite_service_cache(const harness_opts *o, struct docstore *ds);
 void suite_limits(const harness_opts *o, bench_result *r);
 /* Every shard of a data directory listed and one fstatat of each record
  * file relative to its shard (nothing read): seconds; *n the files. */

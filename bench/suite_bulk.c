@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "docstore.h"
 #include "fsx.h"
+#include "suite.h"
 
 static int hexval(char c)
 {
@@ -108,6 +109,7 @@ static double put_stream_batch(const harness_opts *o, const char *coll)
     storh_err err;
     if (docstore_open(o->work, coll, &ds, &err))
         harness_die("open", &err);
+    suite_service_cache(o, ds); /* a bulk's rows stay in it, as the service's */
     double t = harness_now();
     docstore_stage_begin(ds, &st, NULL);
     for (long i = 0; i < o->dataset; i++) {
@@ -133,6 +135,7 @@ static double import_batch(const harness_opts *o, const char *coll, const char *
     storh_err err;
     if (docstore_open(o->work, coll, &imp, &err))
         harness_die("open", &err);
+    suite_service_cache(o, imp);
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;

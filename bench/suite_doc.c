@@ -173,6 +173,13 @@ static double index_io_seconds(const harness_opts *o, const char *coll)
     return t;
 }
 
+void suite_service_cache(const harness_opts *o, docstore *ds)
+{
+    storh_err err;
+    if (docstore_set_cache(ds, o->cache_mode, 100000, (size_t)64 << 20, &err))
+        harness_die("cache", &err);
+}
+
 void suite_doc(const harness_opts *o, bench_result *r)
 {
     long n = o->dataset;
@@ -180,11 +187,7 @@ void suite_doc(const harness_opts *o, bench_result *r)
     docstore *ds;
     if (docstore_open(o->work, "docs", &ds, &err))
         harness_die("open", &err);
-    /* opened as storhd's service opens a collection (its default record
-     * cache: --cache-entries 100000, --cache-bytes 64 MiB), as storh's
-     * DocPerFileStore keeps what it writes and reads */
-    if (docstore_set_cache(ds, o->cache_mode, 100000, (size_t)64 << 20, &err))
-        harness_die("cache", &err);
+    suite_service_cache(o, ds);
     char(*ids)[UUID7_LEN + 1] = malloc((size_t)n * sizeof *ids);
     suite_docput(o, ds, ids, r);
 
