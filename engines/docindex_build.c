@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "fsx.h"
 #include "pubset.h"
 #include "sjson.h"
+#include "xxhash.h"
 
 /* ---------- rebuild and verify ---------- */
 
@@ -20,11 +23,37 @@ typedef struct rline {
     char *sort; /* rk TAB vk TAB line */
 } rline;
 
+/* An equality entry or a compound bucket being built: its key, the value
+ * (equality: a reference to the first record's; compound: NULL) and its
+ * ids, as offsets into the build's id arena, in the order added. */
+typedef struct bucket {
+    char *key; /* owned */
+    size_t klen;
+    uint64_t hash;
+    json_t *value;
+    uint32_t *ids; /* owned */
+    size_t n, cap;
+} bucket;
+
+/* The buckets of one field (equality) or one pair of plain fields
+ * (compound): an open-addressed table of bucket numbers (+1; 0 is empty)
+ * over an array in the order of first use. No jansson tree per bucket or
+ * id: a build adds a few buckets' ids per record. */
+typedef struct bgroup {
+    const char *name; /* the field, or "l\tr"; NULL: not a group */
+    bucket *b;
+    size_t nb, capb;
+    uint32_t *slots;
+    size_t nslots; /* a power of two, or 0 */
+} bgroup;
+
 struct docindex_build {
     docindex *ix;
-    json_t *eq;       /* field -> { vk -> {"value", "ids"} } */
-    json_t *compound; /* "l\tr" -> { ck -> ids } */
-    rline **range;    /* per definition: lines */
+    /* [i]: equality buckets of field i (plain or unique); [n + i * n + j]:
+     * compound buckets of the pair of plain fields i < j */
+    bgroup *groups;
+    buf ids;       /* every added record's id, NUL-terminated */
+    rline **range; /* per definition: lines */
     size_t *nrange, *caprange;
     size_t entries;
     /* reused by every record (no heap buffer per key): the value keys of
@@ -40,14 +69,16 @@ int docindex_build_begin(docindex *ix, docindex_build **out, storh_err *err)
     if (!b)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     b->ix = ix;
-    b->eq = json_object();
-    b->compound = json_object();
+    b->groups = calloc(ix->n + ix->n * ix->n + 1, sizeof *b->groups);
     b->range = calloc(ix->n + 1, sizeof *b->range);
     b->nrange = calloc(ix->n + 1, sizeof *b->nrange);
     b->caprange = calloc(ix->n + 1, sizeof *b->caprange);
     b->vk = calloc(ix->n + 1, sizeof *b->vk);
     b->pairs = calloc(ix->n * ix->n + 1, sizeof *b->pairs);
-    bool ok = b->eq && b->compound && b->range && b->nrange && b->caprange && b->vk && b->pairs;
+    bool ok = b->groups && b->range && b->nrange && b->caprange && b->vk && b->pairs;
+    for (size_t i = 0; ok && i < ix->n; i++)
+        if (!ix->defs[i].range) /* plain or unique: equality entries */
+            b->groups[i].name = ix->defs[i].field;
     for (size_t i = 0; ok && i < ix->n; i++)
         for (size_t j = i + 1; ok && j < ix->n; j++) {
             if (!docindex_is_plain(&ix->defs[i]) || !docindex_is_plain(&ix->defs[j]))
@@ -58,6 +89,7 @@ int docindex_build_begin(docindex *ix, docindex_build **out, storh_err *err)
             buf_appends(&pair, ix->defs[j].field);
             ok = !buf_failed(&pair);
             b->pairs[i * ix->n + j] = pair.data;
+            b->groups[ix->n + i * ix->n + j].name = pair.data;
         }
     *out = b;
     if (!ok) {
@@ -68,21 +100,68 @@ int docindex_build_begin(docindex *ix, docindex_build **out, storh_err *err)
     return 0;
 }
 
-static void bucket_add(json_t *map, const char *group, const char *key, const json_t *value,
-                       const char *id)
+static int group_grow(bgroup *g)
 {
-    json_t *g = json_object_get(map, group);
-    if (!g) {
-        g = json_object();
-        json_object_set_new(map, group, g);
+    size_t ns = g->nslots ? g->nslots * 2 : 16;
+    uint32_t *sl = calloc(ns, sizeof *sl);
+    if (!sl)
+        return -1;
+    for (size_t k = 0; k < g->nb; k++) {
+        size_t at = g->b[k].hash & (ns - 1);
+        while (sl[at])
+            at = (at + 1) & (ns - 1);
+        sl[at] = (uint32_t)(k + 1);
     }
-    json_t *e = json_object_get(g, key);
+    free(g->slots);
+    g->slots = sl;
+    g->nslots = ns;
+    return 0;
+}
+
+/* Adds the id at offset id of the arena to g's bucket key (made, with a
+ * reference to value, when new). */
+static int bucket_add(bgroup *g, const char *key, const json_t *value, uint32_t id, storh_err *err)
+{
+    size_t klen = strlen(key);
+    if ((g->nb + 1) * 2 > g->nslots && (g->nb >= UINT32_MAX - 1 || group_grow(g)))
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    uint64_t h = XXH3_64bits(key, klen);
+    size_t at = h & (g->nslots - 1);
+    bucket *e = NULL;
+    for (; g->slots[at]; at = (at + 1) & (g->nslots - 1)) {
+        bucket *c = &g->b[g->slots[at] - 1];
+        if (c->hash == h && c->klen == klen && !memcmp(c->key, key, klen)) {
+            e = c;
+            break;
+        }
+    }
     if (!e) {
-        e = json_pack("{sOs[]}", "value", value ? (json_t *)value : json_null(), "ids");
-        json_object_set_new(g, key, e);
+        if (g->nb == g->capb) {
+            size_t cap = g->capb ? g->capb * 2 : 8;
+            bucket *nb = realloc(g->b, cap * sizeof *nb);
+            if (!nb)
+                return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+            g->b = nb;
+            g->capb = cap;
+        }
+        e = &g->b[g->nb];
+        *e = (bucket){.key = malloc(klen + 1), .klen = klen, .hash = h};
+        if (!e->key)
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        memcpy(e->key, key, klen + 1);
+        e->value = value ? json_incref((json_t *)value) : NULL;
+        g->slots[at] = (uint32_t)++g->nb;
     }
-    /* ids come from record names (UUIDv7 text, ASCII): no UTF-8 check */
-    json_array_append_new(json_object_get(e, "ids"), json_stringn_nocheck(id, strlen(id)));
+    if (e->n == e->cap) {
+        size_t cap = e->cap ? e->cap * 2 : 4;
+        uint32_t *ids = realloc(e->ids, cap * sizeof *ids);
+        if (!ids)
+            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        e->ids = ids;
+        e->cap = cap;
+    }
+    e->ids[e->n++] = id;
+    return 0;
 }
 
 static int range_add(docindex_build *b, size_t i, const char *id, const json_t *v, storh_err *err)
@@ -123,6 +202,12 @@ int docindex_build_add(docindex_build *b, const char *id, const json_t *data, st
     b->entries++;
     if (!json_is_object(data))
         return 0;
+    if (b->ids.len > UINT32_MAX - PATH_MAX)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    uint32_t idoff = (uint32_t)b->ids.len;
+    buf_append(&b->ids, id, strlen(id) + 1);
+    if (buf_failed(&b->ids))
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     /* each field's value read once; plain fields' keys built once (the
      * compound keys are made of them) */
     json_t *vals[64];
@@ -143,11 +228,11 @@ int docindex_build_add(docindex_build *b, const char *id, const json_t *data, st
             if (buf_failed(&b->vk[i]))
                 rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
             else
-                bucket_add(b->eq, d->field, b->vk[i].data, v[i], id);
+                rc = bucket_add(&b->groups[i], b->vk[i].data, v[i], idoff, err);
         }
     }
     for (size_t i = 0; !rc && i < ix->n; i++)
-        for (size_t j = i + 1; v[i] && j < ix->n; j++) {
+        for (size_t j = i + 1; !rc && v[i] && j < ix->n; j++) {
             const char *pair = b->pairs[i * ix->n + j];
             if (!pair || !v[j])
                 continue;
@@ -158,7 +243,7 @@ int docindex_build_add(docindex_build *b, const char *id, const json_t *data, st
                 rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
                 break;
             }
-            bucket_add(b->compound, pair, b->s.data, NULL, id);
+            rc = bucket_add(&b->groups[ix->n + i * ix->n + j], b->s.data, NULL, idoff, err);
         }
     if (v != vals)
         free(v);
@@ -169,8 +254,17 @@ void docindex_build_abort(docindex_build *b)
 {
     if (!b)
         return;
-    json_decref(b->eq);
-    json_decref(b->compound);
+    for (size_t g = 0; b->groups && g < b->ix->n + b->ix->n * b->ix->n; g++) {
+        for (size_t k = 0; k < b->groups[g].nb; k++) {
+            free(b->groups[g].b[k].key);
+            free(b->groups[g].b[k].ids);
+            json_decref(b->groups[g].b[k].value);
+        }
+        free(b->groups[g].b);
+        free(b->groups[g].slots);
+    }
+    free(b->groups);
+    buf_free(&b->ids);
     for (size_t i = 0; b->range && b->nrange && i < b->ix->n; i++) {
         for (size_t k = 0; k < b->nrange[i]; k++)
             free(b->range[i][k].sort);
@@ -218,45 +312,137 @@ static int remove_tree(const char *path)
     return rmdir(path) == 0 ? rc : -1;
 }
 
-static int write_buckets(docindex *ix, json_t *map, bool compound, pubset *set, bool fs,
+static int str_ptr_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* e's ids sorted and without repeats (a build's scan adds them in order
+ * already: then one pass). */
+static int bucket_sort(bucket *e, const char *arena, storh_err *err)
+{
+    size_t k = 1;
+    while (k < e->n && strcmp(arena + e->ids[k - 1], arena + e->ids[k]) < 0)
+        k++;
+    if (k >= e->n)
+        return 0;
+    const char **v = malloc(e->n * sizeof *v);
+    if (!v)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    for (size_t i = 0; i < e->n; i++)
+        v[i] = arena + e->ids[i];
+    qsort(v, e->n, sizeof *v, str_ptr_cmp);
+    size_t n = 0;
+    for (size_t i = 0; i < e->n; i++)
+        if (!n || strcmp(v[i], arena + e->ids[n - 1]))
+            e->ids[n++] = (uint32_t)(v[i] - arena);
+    e->n = n;
+    free(v);
+    return 0;
+}
+
+/* An entry file's bytes (docindex_encode_entry's) from a bucket: the
+ * members before the ids encoded as that function does, with an empty
+ * list, then the ids written into it; anything unexpected takes that
+ * function itself, with the ids as a tree. */
+static int encode_bucket(buf *out, const char *field, const bucket *e, const char *arena,
                          storh_err *err)
 {
-    const char *group;
-    json_t *g;
-    json_object_foreach (map, group, g) {
-        const char *key;
-        json_t *e;
-        char l[256] = "", r[256] = "";
-        if (compound) {
-            const char *tab = strchr(group, '\t');
-            snprintf(l, sizeof l, "%.*s", (int)(tab - group), group);
-            snprintf(r, sizeof r, "%s", tab + 1);
+    size_t at = out->len;
+    json_t *o = json_pack("{s:s, s:s, s:I, s:O, s:[]}", "field", field, "key", e->key, "count",
+                          (json_int_t)e->n, "value", e->value ? e->value : json_null(), "ids");
+    int rc = o ? sjson_encode_doc(out, o, 0, NULL) : -1;
+    json_decref(o);
+    if (!rc && out->len - at >= 4 && !memcmp(out->data + out->len - 4, "[]}\n", 4)) {
+        out->len -= 3; /* after its '[' */
+        for (size_t k = 0; k < e->n; k++) {
+            if (k)
+                buf_appendc(out, ',');
+            const char *id = arena + e->ids[k];
+            sjson_encode_string(out, id, strlen(id));
         }
-        bool first = true;
-        json_object_foreach (g, key, e) {
+        buf_append(out, "]}\n", 3);
+        return buf_failed(out) ? storh_err_set(err, STORH_ENOMEM, "Out of memory.") : 0;
+    }
+    out->len = at;
+    json_t *ids = json_array();
+    for (size_t k = 0; ids && k < e->n; k++)
+        if (json_array_append_new(ids, json_string(arena + e->ids[k]))) {
+            json_decref(ids);
+            ids = NULL;
+        }
+    rc = ids ? docindex_encode_entry(out, field, e->key, e->value, ids, err)
+             : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    json_decref(ids);
+    return rc;
+}
+
+static int write_buckets(docindex_build *b, pubset *set, bool fs, storh_err *err)
+{
+    docindex *ix = b->ix;
+    for (size_t gi = 0; gi < ix->n + ix->n * ix->n; gi++) {
+        bgroup *g = &b->groups[gi];
+        bool compound = gi >= ix->n;
+        const char *l = NULL, *r = NULL;
+        if (compound) {
+            l = ix->defs[(gi - ix->n) / ix->n].field;
+            r = ix->defs[(gi - ix->n) % ix->n].field;
+        }
+        for (size_t k = 0; k < g->nb; k++) {
+            bucket *e = &g->b[k];
             char p[PATH_MAX];
-            int rc = compound ? docindex_compound_path(ix, l, r, key, p, err)
-                              : docindex_eq_path(ix, group, key, p, err);
-            if (!rc && first) { /* with syncfs, its commit makes new dirs durable */
+            int rc = compound ? docindex_compound_path(ix, l, r, e->key, p, err)
+                              : docindex_eq_path(ix, g->name, e->key, p, err);
+            if (!rc && k == 0) { /* with syncfs, its commit makes new dirs durable */
                 char dir[PATH_MAX];
                 fsx_dirname(p, dir, sizeof dir);
                 rc = fsx_mkdirs(dir, !fs, err);
-                first = false;
             }
-            json_t *ids = json_object_get(e, "ids");
-            docindex_sort_ids(ids);
-            buf b = BUF_INIT;
             if (!rc)
-                rc = docindex_encode_entry(&b, group, key,
-                                           compound ? NULL : json_object_get(e, "value"), ids, err);
+                rc = bucket_sort(e, b->ids.data, err);
+            buf out = BUF_INIT;
             if (!rc)
-                rc = pubset_add(set, p, b.data, b.len, err);
-            buf_free(&b);
+                rc = encode_bucket(&out, g->name, e, b->ids.data, err);
+            if (!rc)
+                rc = pubset_add(set, p, out.data, out.len, err);
+            buf_free(&out);
             if (rc)
                 return rc;
         }
     }
     return 0;
+}
+
+/* The buckets as the verify compares them: {group: {key: {"value", "ids"}}}
+ * (equality groups, or compound ones). NULL when out of memory. */
+static json_t *buckets_json(const docindex_build *b, bool compound)
+{
+    const docindex *ix = b->ix;
+    json_t *map = json_object();
+    for (size_t gi = compound ? ix->n : 0; map && gi < (compound ? ix->n + ix->n * ix->n : ix->n);
+         gi++) {
+        const bgroup *g = &b->groups[gi];
+        if (!g->nb)
+            continue;
+        json_t *gj = json_object();
+        for (size_t k = 0; gj && k < g->nb; k++) {
+            const bucket *e = &g->b[k];
+            json_t *ids = json_array();
+            for (size_t i = 0; ids && i < e->n; i++)
+                json_array_append_new(ids, json_string(b->ids.data + e->ids[i]));
+            json_t *ej =
+                json_pack("{s:O, s:o*}", "value", e->value ? e->value : json_null(), "ids", ids);
+            if (!ej || !ids || json_object_set_new(gj, e->key, ej)) {
+                json_decref(gj);
+                gj = NULL;
+            }
+        }
+        if (!gj || json_object_set_new(map, g->name, gj)) {
+            json_decref(map);
+            map = NULL;
+        }
+    }
+    return map;
 }
 
 int docindex_build_finish(docindex_build *b, storh_err *err)
@@ -275,9 +461,7 @@ int docindex_build_finish(docindex_build *b, storh_err *err)
     if (!rc)
         rc = pubset_begin(ix->dir, fs, &set, err);
     if (!rc)
-        rc = write_buckets(ix, b->eq, false, set, fs, err);
-    if (!rc)
-        rc = write_buckets(ix, b->compound, true, set, fs, err);
+        rc = write_buckets(b, set, fs, err);
     for (size_t i = 0; !rc && i < ix->n; i++) {
         if (!ix->defs[i].range || b->nrange[i] == 0)
             continue;
@@ -451,6 +635,15 @@ int docindex_verify_against(docindex_build *b, json_t *errors, storh_err *err)
 {
     docindex *ix = b->ix;
     json_t *eqm = json_array(), *cm = json_array(), *rm = json_array();
+    json_t *eq = buckets_json(b, false), *compound = buckets_json(b, true);
+    if (!eqm || !cm || !rm || !eq || !compound) {
+        json_decref(eqm);
+        json_decref(cm);
+        json_decref(rm);
+        json_decref(eq);
+        json_decref(compound);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
     for (size_t i = 0; i < ix->n; i++) {
         const idxdef *d = &ix->defs[i];
         if (d->range) {
@@ -495,13 +688,13 @@ int docindex_verify_against(docindex_build *b, json_t *errors, storh_err *err)
             json_decref(want);
             docindex_rset_free(&s);
         } else {
-            verify_dir(ix, d->field, b->eq, false, eqm, errors);
+            verify_dir(ix, d->field, eq, false, eqm, errors);
             for (size_t j = i + 1; docindex_is_plain(d) && j < ix->n; j++) {
                 if (!docindex_is_plain(&ix->defs[j]))
                     continue;
                 char pair[512];
                 snprintf(pair, sizeof pair, "%s\t%s", d->field, ix->defs[j].field);
-                verify_dir(ix, pair, b->compound, true, cm, errors);
+                verify_dir(ix, pair, compound, true, cm, errors);
             }
         }
     }
@@ -511,5 +704,7 @@ int docindex_verify_against(docindex_build *b, json_t *errors, storh_err *err)
     json_decref(eqm);
     json_decref(cm);
     json_decref(rm);
+    json_decref(eq);
+    json_decref(compound);
     return 0;
 }

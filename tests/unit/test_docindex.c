@@ -174,6 +174,45 @@ TEST(entry_files_are_storh_bytes)
     docstore_close(ds);
 }
 
+/* A rebuild writes every equality and compound entry file with the bytes
+ * the writes themselves left (strings with escapes and non-ASCII text, a
+ * unique field, many keys in one field, records put out of id order). */
+TEST(rebuild_writes_the_entry_bytes_the_writes_wrote)
+{
+    docstore *ds = open_store("rebuilt", "{\"fields\":[{\"field\":\"kind\"},{\"field\":\"n\"},"
+                                         "{\"field\":\"u\",\"unique\":true},{\"field\":\"b\"},"
+                                         "{\"field\":\"r\",\"range\":true}]}");
+    static const char *const kinds[] = {"\"page\"",   "\"a/b\"",        "\"\\u00e9 \\\"q\\\"\"",
+                                        "\"x\\\\y\"", "\"\\u4e2d\\t\"", "\"\"",
+                                        "1.5",        "null",           "true"};
+    for (int k = 0; k < 120; k++) {
+        int i = (k * 37) % 120; /* not in id order */
+        char id[40], body[256];
+        snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012d", i);
+        snprintf(body, sizeof body, "{\"kind\":%s,\"n\":%d,\"u\":\"u%d\",\"b\":%s,\"r\":%d}",
+                 kinds[i % 9], i % 40, i, i % 3 ? "false" : "true", i % 7);
+        put(ds, id, body);
+    }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/rebuilt/.storh/indexes/entries", root);
+    char eqd[PATH_MAX + 8], cpd[PATH_MAX + 16];
+    snprintf(eqd, sizeof eqd, "%s/eq", dir);
+    snprintf(cpd, sizeof cpd, "%s/compound", dir);
+    char *eq = snapshot_tree(eqd), *cp = snapshot_tree(cpd);
+    CHECK(eq && strlen(eq) > 100 && cp && strlen(cp) > 100);
+    json_t *re;
+    CHECK_INT(docstore_reindex(ds, &re, NULL), 0);
+    json_decref(re);
+    char *eq2 = snapshot_tree(eqd), *cp2 = snapshot_tree(cpd);
+    CHECK_STR(eq2, eq);
+    CHECK_STR(cp2, cp);
+    free(eq);
+    free(cp);
+    free(eq2);
+    free(cp2);
+    docstore_close(ds);
+}
+
 TEST(unique_conflict_leaves_the_store_unchanged)
 {
     docstore *ds = open_store("uniq", "{\"fields\":[{\"field\":\"slug\",\"unique\":true},"
@@ -661,6 +700,7 @@ TEST(query_answer_is_the_query_encoded)
 static const test_case tests[] = {
     TEST_ENTRY(value_and_range_keys_match_storh),
     TEST_ENTRY(entry_files_are_storh_bytes),
+    TEST_ENTRY(rebuild_writes_the_entry_bytes_the_writes_wrote),
     TEST_ENTRY(unique_conflict_leaves_the_store_unchanged),
     TEST_ENTRY(queries_use_indexes_and_agree_with_scans),
     {"verify_catches_corruption_and_repair_fixes_it",
