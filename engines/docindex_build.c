@@ -15,6 +15,7 @@
 #include "fsx.h"
 #include "pubset.h"
 #include "sjson.h"
+#include "uuid7.h"
 #include "xxhash.h"
 
 /* ---------- rebuild and verify ---------- */
@@ -359,7 +360,14 @@ static int encode_bucket(buf *out, const char *field, const bucket *e, const cha
             if (k)
                 buf_appendc(out, ',');
             const char *id = arena + e->ids[k];
-            sjson_encode_string(out, id, strlen(id));
+            size_t il = strlen(id);
+            if (il == UUID7_LEN && uuid7_is_valid(id, il)) { /* nothing to escape */
+                buf_appendc(out, '"');
+                buf_append(out, id, il);
+                buf_appendc(out, '"');
+            } else {
+                sjson_encode_string(out, id, il);
+            }
         }
         buf_append(out, "]}\n", 3);
         return buf_failed(out) ? storh_err_set(err, STORH_ENOMEM, "Out of memory.") : 0;

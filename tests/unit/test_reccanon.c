@@ -195,6 +195,8 @@ TEST(projection_matches_the_decode)
         "{\"kind\":\"page\",\"n\":-42,\"s\":\"caf\xc3\xa9\\n\",\"nested\":{\"a\":[1,true]},"
         "\"other\":null}",
         "{\"kind\":null,\"n\":true,\"s\":false,\"x\":\"y\"}",
+        "{\"kind\":999999999999999999,\"n\":-999999999999999999,\"s\":0,\"nested\":-7}",
+        "{\"kind\":10,\"n\":-1,\"s\":9}",
         "[1,2,3]",
     };
     buf b = BUF_INIT;
