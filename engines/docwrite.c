@@ -59,8 +59,8 @@ struct docstore_stage {
     int sync_fd;   /* a descriptor on the collection's filesystem, opened at the
                       first row so syncfs reports every writeback error since */
     docjournal *j; /* bulk: the stage its rows wait in, and its commit record */
-    /* bulk, with a record cache: the first rows' bytes, as many as the
-     * cache's bounds hold, for the cache once they are published (as a
+    /* bulk, with a record cache: the first rows' bytes, as many as a
+     * bulk's share of the cache holds, for the cache once they are published (as a
      * single put's are), so a bulk's records are read back without their
      * files (a mirror's push, a listing) */
     stage_kept *kept;
@@ -102,14 +102,15 @@ size_t docstore_stage_count(const docstore_stage *st)
 }
 
 /* Bulk row st->n, just written as st->enc (written: its file's fstat):
- * its bytes kept for the record cache while the cache's bounds hold them
- * and they are its canonical encoding (what a cache entry's bytes are). */
+ * its bytes kept for the record cache while a bulk's share of the cache
+ * holds them (rcache_bulk_may_keep) and they are its canonical encoding
+ * (what a cache entry's bytes are). */
 static void keep_row(docstore_stage *st, const char *id, const struct stat *written)
 {
     rcache *c = st->ds->cache;
     if (!c || st->kept_full || !written->st_ino)
         return;
-    if (!rcache_would_keep(c, st->nkept + 1, st->kept_bytes + st->enc.len)) {
+    if (!rcache_bulk_may_keep(c, st->nkept + 1, st->kept_bytes + st->enc.len)) {
         st->kept_full = true;
         return;
     }

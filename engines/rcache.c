@@ -651,9 +651,9 @@ void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct
     insert(c, n, cost, t, path);
 }
 
-bool rcache_would_keep(const rcache *c, size_t n, size_t bytes)
+bool rcache_bulk_may_keep(const rcache *c, size_t n, size_t bytes)
 {
-    return n <= c->max_entries && n * ENTRY_OVERHEAD + bytes <= c->max_bytes;
+    return n <= c->max_entries / 4 && n * ENTRY_OVERHEAD + bytes <= c->max_bytes / 4;
 }
 
 /* The stat of a published file shows the file its writer wrote: the same

@@ -86,9 +86,11 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
  * next reader. Both NULL: the first hit stats. */
 void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct stat *st,
                       const rcache_ticket *t, const char *path);
-/* Whether n records of bytes bytes in all fit the cache's own bounds (a
- * bulk keeps its rows' bytes for rcache_put_published up to that). */
-bool rcache_would_keep(const rcache *c, size_t n, size_t bytes);
+/* Whether n records of bytes bytes in all fit a bulk's share of the cache:
+ * a quarter of its bounds (a bulk keeps its rows' bytes for
+ * rcache_put_published up to that, so a bulk's memory is bounded by the
+ * cache's, and a bulk does not evict all that reads and puts made hot). */
+bool rcache_bulk_may_keep(const rcache *c, size_t n, size_t bytes);
 /* A record a writer published by rename: its canonical bytes (as for
  * rcache_put_bytes; a reference given to the cache), the record file's
  * path and the fstat of the file as its writer wrote and closed it. */
