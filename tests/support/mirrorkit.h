@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "docstore.h"
 #include "js.h"
@@ -38,6 +39,41 @@ static inline void mirrorkit_put(docstore *ds, const char *id, const char *data)
     if (docstore_put(ds, id, d, out, NULL, &err))
         fprintf(stderr, "put: %s\n", err.msg);
     json_decref(d);
+}
+
+/* The integer a one-value SQL statement on m answers; -1 (reported) when it
+ * fails. */
+static inline long long mirrorkit_scalar(mirror *m, const char *sql)
+{
+    char *v = NULL;
+    storh_err err;
+    if (mirror_scalar(m, sql, NULL, 0, &v, &err)) {
+        fprintf(stderr, "%s: %s\n", sql, err.msg);
+        return -1;
+    }
+    long long n = v ? atoll(v) : -1;
+    free(v);
+    return n;
+}
+
+/* mirror_verify of c against the records of ds: the records it compared,
+ * or -1 when it fails or finds the table missing, stale or orphaned rows
+ * (each finding reported). */
+static inline long long mirrorkit_verify(mirror *m, const mirror_coll *c, docstore *ds)
+{
+    mirror_source src = {.ds = ds};
+    json_t *stats = NULL, *errors = json_array();
+    storh_err err;
+    long long n = -1;
+    if (mirror_verify(m, c, &src, &stats, errors, &err) != 0)
+        fprintf(stderr, "verify: %s\n", err.msg);
+    else if (json_array_size(errors) == 0)
+        n = json_integer_value(json_object_get(stats, "records"));
+    for (size_t i = 0; i < json_array_size(errors); i++)
+        fprintf(stderr, "verify: %s\n", json_string_value(json_array_get(errors, i)));
+    json_decref(stats);
+    json_decref(errors);
+    return n;
 }
 
 /* One figure of a push's totals ("inserted", "updated", ...). */

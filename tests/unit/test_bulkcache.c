@@ -20,6 +20,7 @@
 
 static char root[PATH_MAX];
 
+#include "../support/cachekit.h"
 #include "../support/mirrorkit.h"
 
 /* ids in three shards: ...a1 and ...b2 share 00, ...c3 has 01 */
@@ -58,45 +59,32 @@ static void bulk(docstore *ds, const char *t)
     CHECK_INT(docstore_stage_commit(st, NULL, &err), 0);
 }
 
-typedef enum { MISS, STATTED, WATCHED } how;
+typedef cachekit_how how;
 
 /* The record's slug ("" when absent) and how the get was answered. */
 static const char *get_slug(docstore *ds, const char *id, how *h)
 {
-    static char out[64];
-    rcache_stats a, b;
-    rcache_totals(&a);
-    json_t *d = NULL;
-    out[0] = '\0';
-    if (docstore_get(ds, id, &d, NULL, NULL) == 0)
-        snprintf(out, sizeof out, "%s", json_string_value(json_object_get(d, "slug")));
-    json_decref(d);
-    rcache_totals(&b);
-    if (h)
-        *h = b.misses != a.misses ? MISS : b.watched != a.watched ? WATCHED : STATTED;
-    return out;
+    return cachekit_get(ds, id, "slug", h);
 }
 
 static void record_file(const char *coll, const char *id, char *p)
 {
-    snprintf(p, PATH_MAX, "%s/%s/data/%c%c/%s.jsonc", root, coll, id[24], id[25], id);
+    cachekit_record_file(root, coll, id, p);
 }
 
 static void write_file(const char *p, const char *id, const char *slug)
 {
-    FILE *f = fopen(p, "w");
-    fprintf(f, "{\"id\":\"%s\",\"data\":{\"slug\":\"%s\",\"v\":99}}\n", id, slug);
-    fclose(f);
+    char data[96];
+    snprintf(data, sizeof data, "{\"slug\":\"%s\",\"v\":99}", slug);
+    cachekit_write_record(p, id, data);
 }
 
 /* Another writer publishes as storh does: a temp, then a rename over. */
 static void publish_by_rename(const char *coll, const char *id, const char *slug)
 {
-    char p[PATH_MAX], tmp[PATH_MAX + 8];
-    record_file(coll, id, p);
-    snprintf(tmp, sizeof tmp, "%s.x.tmp", p);
-    write_file(tmp, id, slug);
-    rename(tmp, p);
+    char data[96];
+    snprintf(data, sizeof data, "{\"slug\":\"%s\",\"v\":99}", slug);
+    cachekit_publish_by_rename(root, coll, id, data);
 }
 
 TEST(a_bulks_records_are_read_back_without_their_files)
@@ -108,7 +96,7 @@ TEST(a_bulks_records_are_read_back_without_their_files)
         char want[32];
         snprintf(want, sizeof want, "%zu-a", i);
         CHECK_STR(get_slug(ds, IDS[i], &h), want);
-        CHECK_INT(h, WATCHED); /* no read, no stat: checked when cached */
+        CHECK_INT(h, CACHEKIT_WATCHED); /* no read, no stat: checked when cached */
     }
     /* the cached bytes are the file's, byte for byte */
     rcache_blob *b = NULL;
@@ -139,7 +127,7 @@ TEST(a_bulk_keeps_a_quarter_of_the_cache_bounds)
         char want[32];
         snprintf(want, sizeof want, "%zu-a", i);
         CHECK_STR(get_slug(ds, IDS[i], &h), want);
-        missed += h == MISS;
+        missed += h == CACHEKIT_MISS;
     }
     CHECK_INT(missed, (int)NIDS - 2);
     docstore_close(ds);
@@ -182,7 +170,7 @@ TEST(without_inotify_a_bulks_records_are_statted)
     bulk(ds, "a");
     how h;
     CHECK_STR(get_slug(ds, IDS[3], &h), "3-a");
-    CHECK_INT(h, STATTED);
+    CHECK_INT(h, CACHEKIT_STATTED);
     publish_by_rename("nowatch", IDS[3], "renamed");
     CHECK_STR(get_slug(ds, IDS[3], NULL), "renamed");
     docstore_close(ds);
@@ -259,35 +247,13 @@ static const char *COLS = "{\"bc\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
                           "\"slug\":{\"type\":\"string\",\"unique\":true},"
                           "\"v\":{\"type\":\"int\"}}}}}";
 
-static long long scalar(mirror *m, const char *sql)
-{
-    char *v = NULL;
-    storh_err err;
-    if (mirror_scalar(m, sql, NULL, 0, &v, &err)) {
-        fprintf(stderr, "%s: %s\n", sql, err.msg);
-        return -1;
-    }
-    long long n = v ? atoll(v) : -1;
-    free(v);
-    return n;
-}
-
 /* The table is what the record files say, checked through a store of the
  * same collection without a cache (every record read from its file). */
 static void check_against_files(mirror *m, const mirror_coll *c)
 {
     docstore *plain = NULL;
     CHECK_INT(docstore_open(root, "bc", &plain, NULL), 0);
-    mirror_source src = {.ds = plain};
-    json_t *stats = NULL, *errors = json_array();
-    storh_err err;
-    CHECK_INT(mirror_verify(m, c, &src, &stats, errors, &err), 0);
-    for (size_t i = 0; i < json_array_size(errors); i++)
-        fprintf(stderr, "verify: %s\n", json_string_value(json_array_get(errors, i)));
-    CHECK_INT(json_array_size(errors), 0);
-    CHECK_INT(mirrorkit_total(stats, "records"), (long long)NIDS);
-    json_decref(stats);
-    json_decref(errors);
+    CHECK_INT(mirrorkit_verify(m, c, plain), (long long)NIDS);
     docstore_close(plain);
 }
 
@@ -316,7 +282,8 @@ static uint64_t push_after_bulk(void (*changed)(void))
     CHECK_INT(mirrorkit_total(t, "inserted"), (long long)NIDS);
     json_decref(t);
     check_against_files(m, c);
-    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_bc\" WHERE \"v\" = 99"), changed ? 1 : 0);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT COUNT(*) FROM \"t_bc\" WHERE \"v\" = 99"),
+              changed ? 1 : 0);
     mirror_free(m);
     docstore_close(ds);
     return b.watched - a.watched;

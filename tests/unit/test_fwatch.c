@@ -19,6 +19,7 @@
 
 static char root[PATH_MAX];
 
+#include "../support/cachekit.h"
 #include "../support/js.h"
 
 #define CA "018bcfe5-6800-7000-8000-2d5dba6274da"
@@ -48,46 +49,32 @@ static int put_t(docstore *ds, const char *id, const char *t)
     return rc;
 }
 
-typedef enum { MISS, STATTED, WATCHED } how;
+typedef cachekit_how how;
 
-/* The record's "t" ("" when absent) and how the get was answered: a miss
- * (the file read), a hit validated by stat, or a hit the watch vouched for. */
+/* The record's "t" ("" when absent) and how the get was answered. */
 static const char *get_t(docstore *ds, const char *id, how *h)
 {
-    static char out[64];
-    rcache_stats a, b;
-    rcache_totals(&a);
-    json_t *d = NULL;
-    out[0] = '\0';
-    if (docstore_get(ds, id, &d, NULL, NULL) == 0)
-        snprintf(out, sizeof out, "%s", json_string_value(json_object_get(d, "t")));
-    json_decref(d);
-    rcache_totals(&b);
-    if (h)
-        *h = b.misses != a.misses ? MISS : b.watched != a.watched ? WATCHED : STATTED;
-    return out;
+    return cachekit_get(ds, id, "t", h);
 }
 
 static void record_file(const char *coll, const char *id, char *p)
 {
-    snprintf(p, PATH_MAX, "%s/%s/data/%c%c/%s.jsonc", root, coll, id[24], id[25], id);
+    cachekit_record_file(root, coll, id, p);
 }
 
 static void write_file(const char *p, const char *id, const char *t)
 {
-    FILE *f = fopen(p, "w");
-    fprintf(f, "{\"id\":\"%s\",\"data\":{\"t\":\"%s\"}}\n", id, t);
-    fclose(f);
+    char data[96];
+    snprintf(data, sizeof data, "{\"t\":\"%s\"}", t);
+    cachekit_write_record(p, id, data);
 }
 
 /* Another writer publishes as storh does: a temp, then a rename over. */
 static void publish_by_rename(const char *coll, const char *id, const char *t)
 {
-    char p[PATH_MAX], tmp[PATH_MAX + 8];
-    record_file(coll, id, p);
-    snprintf(tmp, sizeof tmp, "%s.x.tmp", p);
-    write_file(tmp, id, t);
-    rename(tmp, p);
+    char data[96];
+    snprintf(data, sizeof data, "{\"t\":\"%s\"}", t);
+    cachekit_publish_by_rename(root, coll, id, data);
 }
 
 /* Another writer rewrites the file in place, same size, same mtime. */
@@ -109,9 +96,9 @@ static void cache_watched(docstore *ds, const char *id, const char *t)
     how h;
     CHECK_INT(put_t(ds, id, t), 0);
     CHECK_STR(get_t(ds, id, &h), t);
-    CHECK_INT(h, WATCHED);
+    CHECK_INT(h, CACHEKIT_WATCHED);
     CHECK_STR(get_t(ds, id, &h), t);
-    CHECK_INT(h, WATCHED);
+    CHECK_INT(h, CACHEKIT_WATCHED);
 }
 
 TEST(a_validated_hit_needs_no_stat)
@@ -121,18 +108,18 @@ TEST(a_validated_hit_needs_no_stat)
     how h;
     for (int i = 0; i < 3; i++) {
         CHECK_STR(get_t(ds, CA, &h), "aaaa");
-        CHECK_INT(h, WATCHED);
+        CHECK_INT(h, CACHEKIT_WATCHED);
     }
     /* an absent record is vouched for too, in a watched shard or in one
      * that does not exist (data/ is watched for it to appear) */
     CHECK_STR(get_t(ds, CB, &h), "");
     CHECK_STR(get_t(ds, CB, &h), "");
     CHECK_STR(get_t(ds, CB, &h), "");
-    CHECK_INT(h, WATCHED);
+    CHECK_INT(h, CACHEKIT_WATCHED);
     CHECK_STR(get_t(ds, CC, &h), "");
     CHECK_STR(get_t(ds, CC, &h), "");
     CHECK_STR(get_t(ds, CC, &h), "");
-    CHECK_INT(h, WATCHED);
+    CHECK_INT(h, CACHEKIT_WATCHED);
     docstore_close(ds);
 }
 
@@ -143,9 +130,9 @@ TEST(a_read_fills_an_entry_the_watch_vouches_for)
     docstore_set_cache(ds, RCACHE_STAT, 100, 1 << 20, NULL); /* a cold cache */
     how h;
     CHECK_STR(get_t(ds, CA, &h), "aaaa");
-    CHECK_INT(h, MISS);
+    CHECK_INT(h, CACHEKIT_MISS);
     CHECK_STR(get_t(ds, CA, &h), "aaaa");
-    CHECK_INT(h, WATCHED); /* nothing changed since the read began */
+    CHECK_INT(h, CACHEKIT_WATCHED); /* nothing changed since the read began */
     publish_by_rename("fill", CA, "bbbb");
     CHECK_STR(get_t(ds, CA, &h), "bbbb");
     docstore_close(ds);
@@ -205,15 +192,15 @@ static void change_before_first_hit(const char *coll, bool in_place)
     docstore_set_cache(ds, RCACHE_STAT, 100, 1 << 20, NULL); /* a cold cache */
     how h;
     CHECK_STR(get_t(ds, CA, &h), "aaaa");
-    CHECK_INT(h, MISS);
+    CHECK_INT(h, CACHEKIT_MISS);
     if (in_place)
         rewrite_in_place(coll, CA, "bbbb");
     else
         publish_by_rename(coll, CA, "bbbb");
     CHECK_STR(get_t(ds, CA, &h), "bbbb");
-    CHECK(h != WATCHED);
+    CHECK(h != CACHEKIT_WATCHED);
     CHECK_STR(get_t(ds, CA, &h), "bbbb");
-    CHECK_INT(h, WATCHED);
+    CHECK_INT(h, CACHEKIT_WATCHED);
     docstore_close(ds);
 }
 
@@ -301,10 +288,10 @@ TEST(another_writers_rename_is_seen)
     publish_by_rename("ren", CA, "bbbb");
     how h;
     CHECK_STR(get_t(ds, CA, &h), "bbbb");
-    CHECK_INT(h, MISS);
+    CHECK_INT(h, CACHEKIT_MISS);
     CHECK_STR(get_t(ds, CA, &h), "bbbb");
     CHECK_STR(get_t(ds, CA, &h), "bbbb");
-    CHECK_INT(h, WATCHED); /* and vouched for again */
+    CHECK_INT(h, CACHEKIT_WATCHED); /* and vouched for again */
     docstore_close(ds);
 }
 
@@ -340,7 +327,7 @@ TEST(a_new_shard_is_seen)
     CHECK_STR(get_t(ds, CC, &h), ""); /* no shard c7 yet */
     CHECK_STR(get_t(ds, CC, &h), "");
     CHECK_STR(get_t(ds, CC, &h), "");
-    CHECK_INT(h, WATCHED);
+    CHECK_INT(h, CACHEKIT_WATCHED);
     char d[PATH_MAX];
     snprintf(d, sizeof d, "%s/shard/data/c7", root);
     CHECK_INT(mkdir(d, 0755), 0);
@@ -348,7 +335,7 @@ TEST(a_new_shard_is_seen)
     CHECK_STR(get_t(ds, CC, &h), "cccc");
     CHECK_STR(get_t(ds, CC, &h), "cccc");
     CHECK_STR(get_t(ds, CC, &h), "cccc");
-    CHECK_INT(h, WATCHED);
+    CHECK_INT(h, CACHEKIT_WATCHED);
     /* the shard dir replaced by another (moved away, a new one moved in) */
     char old[PATH_MAX + 8], next[PATH_MAX + 8];
     snprintf(old, sizeof old, "%s.old", d);
@@ -361,7 +348,7 @@ TEST(a_new_shard_is_seen)
     CHECK_INT(rename(next, d), 0);
     CHECK_STR(get_t(ds, CC, &h), "dddd");
     CHECK_STR(get_t(ds, CA, &h), "aaaa"); /* other shards stay vouched for */
-    CHECK_INT(h, WATCHED);
+    CHECK_INT(h, CACHEKIT_WATCHED);
     docstore_close(ds);
 }
 
@@ -411,9 +398,9 @@ TEST(an_overflow_unverifies_everything)
     how h;
     CHECK_STR(get_t(ds, CC, &h), "dddd");
     CHECK_STR(get_t(ds, CA, &h), "aaaa");
-    CHECK_INT(h, STATTED); /* everything by stat until validated again */
+    CHECK_INT(h, CACHEKIT_STATTED); /* everything by stat until validated again */
     CHECK_STR(get_t(ds, CA, &h), "aaaa");
-    CHECK_INT(h, WATCHED);
+    CHECK_INT(h, CACHEKIT_WATCHED);
     fwatch_stats st;
     fwatch_totals(&st);
     CHECK(st.resets >= 1);
@@ -429,7 +416,7 @@ TEST(without_inotify_every_hit_is_statted)
     CHECK_INT(put_t(ds, CA, "aaaa"), 0);
     for (int i = 0; i < 3; i++) {
         CHECK_STR(get_t(ds, CA, &h), "aaaa");
-        CHECK_INT(h, STATTED);
+        CHECK_INT(h, CACHEKIT_STATTED);
     }
     rewrite_in_place("off", CA, "bbbb");
     CHECK_STR(get_t(ds, CA, &h), "bbbb");

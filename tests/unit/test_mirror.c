@@ -79,19 +79,6 @@ static mirror *make(const char *collections)
     return m;
 }
 
-static long long scalar(mirror *m, const char *sql)
-{
-    char *v = NULL;
-    storh_err err;
-    if (mirror_scalar(m, sql, NULL, 0, &v, &err)) {
-        fprintf(stderr, "%s: %s\n", sql, err.msg);
-        return -1;
-    }
-    long long n = v ? atoll(v) : -1;
-    free(v);
-    return n;
-}
-
 static const char *PAGES = "{\"pages\":{\"kind\":\"doc\",\"schema\":{\"fields\":{"
                            "\"slug\":{\"type\":\"string\",\"unique\":true},"
                            "\"kind\":{\"type\":\"string\",\"index\":true},"
@@ -167,8 +154,8 @@ static void full_pass(void)
               0);
     json_decref(t);
     /* typed columns: a wrong type is NULL */
-    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"views\" IS NULL"), 1);
-    CHECK_INT(scalar(m, "SELECT \"views\" FROM \"t_pages\" WHERE \"slug\" = 'about'"), 9);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"views\" IS NULL"), 1);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT \"views\" FROM \"t_pages\" WHERE \"slug\" = 'about'"), 9);
     char *hash = NULL;
     mirror_scalar(m, "SELECT \"hash\" FROM \"t_pages\" WHERE \"slug\" = 'home'", NULL, 0, &hash,
                   NULL);
@@ -187,18 +174,20 @@ static void full_pass(void)
     json_decref(vec);
 
     /* a SQL join over two mirrored collections */
-    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\" p JOIN \"t_authors\" a ON "
-                        "a.\"handle\" = p.\"author\""),
+    CHECK_INT(mirrorkit_scalar(m, "SELECT COUNT(*) FROM \"t_pages\" p JOIN \"t_authors\" a ON "
+                                  "a.\"handle\" = p.\"author\""),
               2);
 
     /* a push that fails midway (a unique conflict in the mirror) changes nothing */
     mirrorkit_put(ps, P2, "{\"slug\":\"home\",\"kind\":\"page\",\"views\":10,\"author\":\"bob\"}");
-    long long before = scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"slug\" = 'about'");
+    long long before =
+        mirrorkit_scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"slug\" = 'about'");
     t = json_object();
     CHECK_INT(mirror_push(m, pages, &psrc, t, &err), STORH_ECONFLICT);
     json_decref(t);
-    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"slug\" = 'about'"), before);
-    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_pages\""), 3);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT COUNT(*) FROM \"t_pages\" WHERE \"slug\" = 'about'"),
+              before);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT COUNT(*) FROM \"t_pages\""), 3);
     mirrorkit_put(ps, P2, "{\"slug\":\"about\",\"kind\":\"page\",\"views\":10,\"author\":\"bob\"}");
 
     /* flush: read-your-writes for a few ids */
@@ -210,7 +199,8 @@ static void full_pass(void)
     CHECK_INT(mirrorkit_total(out, "deleted"), 1);
     json_decref(out);
     json_decref(ids);
-    CHECK_INT(scalar(m, "SELECT \"views\" FROM \"t_pages\" WHERE \"slug\" = 'about'"), 10);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT \"views\" FROM \"t_pages\" WHERE \"slug\" = 'about'"),
+              10);
 
     /* verify: a row edited by hand is stale; a stray row is orphaned */
     mparam p = {MPARAM_TEXT, P1, strlen(P1), 0, 0};
@@ -371,8 +361,8 @@ static void flush_pass(void)
     CHECK_STR(slug, "b2");
     row_slug(m, F3, slug);
     CHECK_STR(slug, "c");
-    CHECK_INT(scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'b2'"), 2);
-    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 3);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'b2'"), 2);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 3);
     /* the rows written carry the record's hash: a push finds them current */
     json_t *t = json_object();
     CHECK_INT(mirror_push(m, c, &src, t, &err), 0);
@@ -390,7 +380,7 @@ static void flush_pass(void)
     json_decref(out);
     row_slug(m, F3, slug);
     CHECK_STR(slug, "");
-    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 2);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 2);
     json_decref(ids);
     mirror_uninstall(m, c, NULL);
     docstore_close(ds);
@@ -413,7 +403,7 @@ static void rebuild_pass(void)
     json_t *t = json_object();
     CHECK_INT(mirror_rebuild(m, c, &src, t, &err), STORH_ECONFLICT);
     json_decref(t);
-    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 2);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 2);
     char slug[64];
     row_slug(m, F2, slug);
     CHECK_STR(slug, "b");
@@ -426,8 +416,8 @@ static void rebuild_pass(void)
                   mirrorkit_total(t, "unchanged"),
               0);
     json_decref(t);
-    CHECK_INT(scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'b'"), 5);
-    CHECK_INT(scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 2);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'b'"), 5);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT COUNT(*) FROM \"t_fl\""), 2);
     mirror_uninstall(m, c, NULL);
     docstore_close(ds);
     mirror_free(m);
@@ -561,7 +551,7 @@ TEST(push_waits_for_another_writer_sqlite)
     pthread_join(th, NULL);
     CHECK_INT(w.failures, 0);
     CHECK(w.commits > 0);
-    CHECK_INT(scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 's8'"), 10);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 's8'"), 10);
     mirror_uninstall(m, c, NULL);
     docstore_close(ds);
     mirror_free(m);
@@ -608,7 +598,7 @@ TEST(flush_sees_php_writes)
     char slug[64];
     row_slug(m, F1, slug);
     CHECK_STR(slug, "php");
-    CHECK_INT(scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'php'"), 7);
+    CHECK_INT(mirrorkit_scalar(m, "SELECT \"v\" FROM \"t_fl\" WHERE \"slug\" = 'php'"), 7);
     json_t *t = json_object();
     CHECK_INT(mirror_push(m, c, &src, t, &err), 0);
     CHECK_INT(mirrorkit_total(t, "unchanged"), 2);

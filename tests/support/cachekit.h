@@ -1,0 +1,65 @@
+/* cachekit: what the record cache's tests share: how a get was answered (a
+ * miss that read the file, a hit validated by stat, a hit the watch vouched
+ * for), a record file's path, and another writer publishing a record as
+ * storh does (a temp, then a rename over). Header-only, as js.h. */
+#ifndef STORHD_TEST_CACHEKIT_H
+#define STORHD_TEST_CACHEKIT_H
+
+#include <limits.h>
+#include <stdio.h>
+
+#include "docstore.h"
+#include "rcache.h"
+
+typedef enum { CACHEKIT_MISS, CACHEKIT_STATTED, CACHEKIT_WATCHED } cachekit_how;
+
+/* The string member field of the record ("" when absent) and, in *h (when
+ * set), how the get was answered. The answer lives until the next call. */
+static inline const char *cachekit_get(docstore *ds, const char *id, const char *field,
+                                       cachekit_how *h)
+{
+    static char out[64];
+    rcache_stats a, b;
+    rcache_totals(&a);
+    json_t *d = NULL;
+    out[0] = '\0';
+    if (docstore_get(ds, id, &d, NULL, NULL) == 0)
+        snprintf(out, sizeof out, "%s", json_string_value(json_object_get(d, field)));
+    json_decref(d);
+    rcache_totals(&b);
+    if (h)
+        *h = b.misses != a.misses     ? CACHEKIT_MISS
+             : b.watched != a.watched ? CACHEKIT_WATCHED
+                                      : CACHEKIT_STATTED;
+    return out;
+}
+
+/* The path of record id of collection coll under dir (its shard: the
+ * id's characters 24 and 25). */
+static inline void cachekit_record_file(const char *dir, const char *coll, const char *id, char *p)
+{
+    snprintf(p, PATH_MAX, "%s/%s/data/%c%c/%s.jsonc", dir, coll, id[24], id[25], id);
+}
+
+/* Writes p as storh's record file of id whose data is the JSON text data. */
+static inline void cachekit_write_record(const char *p, const char *id, const char *data)
+{
+    FILE *f = fopen(p, "w");
+    if (!f)
+        return;
+    fprintf(f, "{\"id\":\"%s\",\"data\":%s}\n", id, data);
+    fclose(f);
+}
+
+/* Another writer publishes record id with data as storh does. */
+static inline void cachekit_publish_by_rename(const char *dir, const char *coll, const char *id,
+                                              const char *data)
+{
+    char p[PATH_MAX], tmp[PATH_MAX + 8];
+    cachekit_record_file(dir, coll, id, p);
+    snprintf(tmp, sizeof tmp, "%s.x.tmp", p);
+    cachekit_write_record(tmp, id, data);
+    rename(tmp, p);
+}
+
+#endif
