@@ -436,11 +436,17 @@ static json_t *buckets_json(const docindex_build *b, bool compound)
         for (size_t k = 0; gj && k < g->nb; k++) {
             const bucket *e = &g->b[k];
             json_t *ids = json_array();
-            for (size_t i = 0; ids && i < e->n; i++)
-                json_array_append_new(ids, json_string(b->ids.data + e->ids[i]));
-            json_t *ej =
-                json_pack("{s:O, s:o*}", "value", e->value ? e->value : json_null(), "ids", ids);
-            if (!ej || !ids || json_object_set_new(gj, e->key, ej)) {
+            for (size_t i = 0; ids && i < e->n; i++) {
+                if (json_array_append_new(ids, json_string(b->ids.data + e->ids[i]))) {
+                    json_decref(ids);
+                    ids = NULL;
+                }
+            }
+            /* "o" steals ids, also when the pack fails */
+            json_t *ej = ids ? json_pack("{s:O, s:o}", "value", e->value ? e->value : json_null(),
+                                         "ids", ids)
+                             : NULL;
+            if (!ej || json_object_set_new(gj, e->key, ej)) {
                 json_decref(gj);
                 gj = NULL;
             }

@@ -43,9 +43,15 @@ static int scan(docstore *ds, scan_totals *t, bool bytes, docindex_build *build,
             break;
         if (rc == 1) {
             t->records++;
-            if (build)
-                docindex_build_add(build, id, data, NULL);
+            /* a record the build cannot take (out of memory) fails the
+             * scan: a rebuild must not publish an index missing it */
+            int add = build ? docindex_build_add(build, id, data, err) : 0;
             json_decref(data);
+            if (add) {
+                docstore_iter_close(it);
+                free(fields);
+                return add;
+            }
         } else if (rc == STORH_ECORRUPT) {
             t->corrupt++;
             if (corrupt_ids)

@@ -88,8 +88,11 @@ void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct
                       const rcache_ticket *t, const char *path);
 /* Whether n records of bytes bytes in all fit a bulk's share of the cache:
  * a quarter of its bounds (a bulk keeps its rows' bytes for
- * rcache_put_published up to that, so a bulk's memory is bounded by the
- * cache's, and a bulk does not evict all that reads and puts made hot). */
+ * rcache_put_published up to that, so one bulk's memory is bounded by a
+ * quarter of the cache's, and a bulk does not evict all that reads and
+ * puts made hot). Each bulk has its own quarter: concurrent bulks on one
+ * collection each keep up to it, and what they keep is counted in the
+ * cache's bounds only once handed to it. */
 bool rcache_bulk_may_keep(const rcache *c, size_t n, size_t bytes);
 /* A record a writer published by rename: its canonical bytes (as for
  * rcache_put_bytes; a reference given to the cache), the record file's
