@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "storh_err.h"
 #include "uuid7.h"
 
@@ -33,6 +34,9 @@ void harness_die(const char *what, const storh_err *err);
 /* The benchmark record number i: storh's bench row {kind, status, bucket,
  * slug, publishedAt}. New reference. */
 json_t *harness_record(long i);
+/* Appends the bytes sjson_encode writes for harness_record(i), built
+ * straight (what an HTTP client sends for the row). */
+void harness_record_bytes(long i, buf *out);
 /* n UUIDv7s at base_ms, base_ms + 1, ...; caller frees with free(). */
 char (*harness_make_ids(long n, int64_t base_ms))[UUID7_LEN + 1];
 /* Removes a scratch directory tree. */

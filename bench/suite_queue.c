@@ -11,8 +11,9 @@
 #include <unistd.h>
 
 #include "fsx.h"
-#include "suite.h"
 #include "queue.h"
+#include "sjson.h"
+#include "suite.h"
 
 /* ---------- the bulk calls and their limits ---------- */
 
@@ -81,10 +82,44 @@ static double staged_secs(const char *dir, int fd, const char *b, size_t len)
     return harness_now() - t;
 }
 
+/* The body an HTTP client sends to enqueue jobs 0..n-1 (the harness's
+ * rows): built per row, as storh's bench builds its rows in the call. */
+static void jobs_body(long n, buf *body)
+{
+    buf_reserve(body, (size_t)n * 112 + 2);
+    buf_appendc(body, '[');
+    for (long i = 0; i < n; i++) {
+        if (i)
+            buf_appendc(body, ',');
+        harness_record_bytes(i, body);
+    }
+    buf_appendc(body, ']');
+}
+
+/* Dies unless the rows' bytes are what sjson writes for their trees: both
+ * paths must enqueue the same jobs. */
+static void check_rows(void)
+{
+    for (long i = 0; i < 6; i++) {
+        buf a = BUF_INIT, b = BUF_INIT;
+        json_t *t = harness_record(i);
+        harness_record_bytes(i, &a);
+        sjson_encode(&b, t, 0, NULL);
+        json_decref(t);
+        bool same = a.len == b.len && !memcmp(a.data, b.data, a.len);
+        buf_free(&a);
+        buf_free(&b);
+        if (!same)
+            harness_die("harness_record_bytes differs from harness_record", NULL);
+    }
+}
+
 /* One pass of the bulk calls as storh's bench makes them: one
  * enqueueMany() of every job (building the rows included), one
  * claimMany(n), one completeMany() of every id; each call followed by its
- * limit, sized from the bytes the call appended. */
+ * limit, sized from the bytes the call appended. storhd's calls are the
+ * byte path HTTP takes: the jobs read from the body's bytes, the claim
+ * answered as bytes (tree_pass times the tree API). */
 static void bulk_pass(const harness_opts *o, int k, double op[3][BULK_PASSES],
                       double lim[3][BULK_PASSES], double plain[BULK_PASSES])
 {
@@ -105,34 +140,41 @@ static void bulk_pass(const harness_opts *o, int k, double op[3][BULK_PASSES],
     if (queue_open(o->work, name, true, &q, &err))
         harness_die("queue open", &err);
     off_t at = log_size(o->work, name), end;
-    json_t *ids;
     double t = harness_now();
-    json_t *jobs = json_array();
-    for (long i = 0; i < n; i++)
-        json_array_append_new(jobs, harness_record(i));
-    if (queue_enqueue_many(q, jobs, &ids, &err))
+    buf body = BUF_INIT;
+    jobs_body(n, &body);
+    queue_jobs js = QUEUE_JOBS_INIT;
+    char(*ids)[UUID7_LEN + 1] = malloc((size_t)n * sizeof *ids);
+    if (!ids || !queue_jobs_read(body.data, body.len, &js) || js.n != (size_t)n)
+        harness_die("enqueueMany: the body is not read as jobs", NULL);
+    if (queue_enqueue_jobs(q, &js, ids, &err))
         harness_die("enqueueMany", &err);
     op[0][k] = harness_now() - t;
-    json_decref(ids);
-    json_decref(jobs);
+    queue_jobs_free(&js);
+    buf_free(&body);
     char *b = log_bytes(o->work, name, at, end = log_size(o->work, name));
     lim[0][k] = staged_secs(ldir, lfd, b, (size_t)(end - at));
     plain[k] = append_fsync_secs(pfd, b, (size_t)(end - at));
     free(b);
 
-    json_t *all;
     at = end;
+    buf answer = BUF_INIT;
+    size_t got;
     t = harness_now();
-    if (queue_claim(q, (size_t)n, &all, &err))
+    if (queue_claim_bytes(q, (size_t)n, &answer, &got, &err))
         harness_die("claimMany", &err);
     op[1][k] = harness_now() - t;
+    if (got != (size_t)n)
+        harness_die("claimMany: not every job claimed", NULL);
+    buf_free(&answer);
     b = log_bytes(o->work, name, at, end = log_size(o->work, name));
     lim[1][k] = append_fsync_secs(lfd, b, (size_t)(end - at));
     free(b);
 
     json_t *idl = json_array();
-    for (size_t i = 0; i < json_array_size(all); i++)
-        json_array_append(idl, json_object_get(json_array_get(all, i), "id"));
+    for (long i = 0; i < n; i++)
+        json_array_append_new(idl, json_stringn_nocheck(ids[i], UUID7_LEN));
+    free(ids);
     size_t done;
     at = end;
     t = harness_now();
@@ -143,10 +185,36 @@ static void bulk_pass(const harness_opts *o, int k, double op[3][BULK_PASSES],
     lim[2][k] = append_fsync_secs(lfd, b, (size_t)(end - at));
     free(b);
     json_decref(idl);
-    json_decref(all);
     queue_close(q);
     close(lfd);
     close(pfd);
+}
+
+/* One pass of enqueueMany and claimMany through the tree API (jansson rows
+ * in, jansson jobs out), for the cost of the trees beside bulk_pass. */
+static void tree_pass(const harness_opts *o, double *enq, double *claim)
+{
+    long n = o->dataset;
+    queue *q;
+    storh_err err;
+    if (queue_open(o->work, "many-tree", true, &q, &err))
+        harness_die("queue open", &err);
+    json_t *ids, *all;
+    double t = harness_now();
+    json_t *jobs = json_array();
+    for (long i = 0; i < n; i++)
+        json_array_append_new(jobs, harness_record(i));
+    if (queue_enqueue_many(q, jobs, &ids, &err))
+        harness_die("enqueueMany", &err);
+    *enq = harness_now() - t;
+    json_decref(ids);
+    json_decref(jobs);
+    t = harness_now();
+    if (queue_claim(q, (size_t)n, &all, &err))
+        harness_die("claimMany", &err);
+    *claim = harness_now() - t;
+    json_decref(all);
+    queue_close(q);
 }
 
 /* ---------- Queue ---------- */
@@ -276,12 +344,18 @@ void suite_queue(const harness_opts *o, bench_result *r)
     one_rows(o, r);
 
     double op[3][BULK_PASSES], lim[3][BULK_PASSES], plain[BULK_PASSES];
+    check_rows();
     for (int k = 0; k < BULK_PASSES; k++)
         bulk_pass(o, k, op, lim, plain);
+    double tenq, tclaim;
+    tree_pass(o, &tenq, &tclaim);
     static const char *const names[3] = {"queue.enqueue_many", "queue.claim_many",
                                          "queue.complete_many"};
-    static const char *const labels[3] = {"enqueueMany() of every job", "claimMany(n), one call",
-                                          "completeMany() of every id, one call"};
+    static const char *const labels[3] = {
+        "enqueueMany() of every job: the body's bytes built per row and read as jobs (the byte "
+        "path of POST /v1/queues/{q}/jobs)",
+        "claimMany(n), one call: the answer's bytes (the byte path of POST .../claim)",
+        "completeMany() of every id, one call"};
     static const char *const lnames[3] = {"limit.queue_enqueue_many", "limit.queue_claim_many",
                                           "limit.queue_complete_many"};
     static const char *const llabels[3] = {
@@ -293,6 +367,10 @@ void suite_queue(const harness_opts *o, bench_result *r)
         bench_add(r, names[i], n / median3(op[i]), "jobs/s", "higher", labels[i]);
         bench_add(r, lnames[i], n / median3(lim[i]), "jobs/s", "higher", llabels[i]);
     }
+    bench_add(r, "queue.enqueue_many_tree", n / tenq, "jobs/s", "higher",
+              "enqueueMany() of jansson rows (the tree API), one pass");
+    bench_add(r, "queue.claim_many_tree", n / tclaim, "jobs/s", "higher",
+              "claimMany(n) into jansson jobs (the tree API), one pass");
     bench_add(r, "limit.queue_enqueue_many_append", n / median3(plain), "jobs/s", "higher",
               "limit: enqueue_many's bytes appended in one write + fsync (no stage: storh's "
               "syscalls)");

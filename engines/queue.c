@@ -120,7 +120,8 @@ int queue__sync_log(queue *q, storh_err *err)
 /* Keeps the event just encoded (at off, len in the batch) for
  * apply_own; takes payload. */
 static void own_note(queue *q, const char *op, const char *id, int64_t ts, bool done,
-                     json_t *payload, size_t off, size_t len)
+                     json_t *payload, bool keyed, const char *raw, size_t rawlen, size_t off,
+                     size_t len)
 {
     if (!q->own_failed && q->nown == q->capown) {
         size_t cap = q->capown ? q->capown * 2 : 64;
@@ -143,7 +144,9 @@ static void own_note(queue *q, const char *op, const char *id, int64_t ts, bool 
     o->f.ts = ts;
     o->f.done = done;
     o->f.payload = payload;
-    o->f.keyed = false;
+    o->f.keyed = keyed;
+    o->f.raw = raw;
+    o->f.rawlen = rawlen;
     o->payload = payload;
     o->off = off;
     o->len = len;
@@ -175,7 +178,7 @@ static void apply_own(queue *q, uint64_t base)
 
 /* The start of an event's JSON in q->ev: {"op":"<op>","id":"<id>" (the
  * caller may add fields before event_end). */
-static void event_begin(queue *q, const char *op, const char *id)
+void queue__event_begin(queue *q, const char *op, const char *id)
 {
     buf *e = &q->ev; /* kept across events: no allocation per event */
     size_t ol = strlen(op);
@@ -212,10 +215,10 @@ static const char *ts_text(queue *q, int64_t ts, size_t *len)
 }
 
 /* Ends the event begun in q->ev with its ts and appends its framed line to
- * lines; done and payload (taken; an enqueue's) are its fields as apply_own
- * applies them. */
-static void event_end(queue *q, buf *lines, const char *op, const char *id, int64_t ts, bool done,
-                      json_t *payload)
+ * lines; done and payload (taken; an enqueue's) or raw are its fields as
+ * apply_own applies them. */
+void queue__event_end(queue *q, buf *lines, const char *op, const char *id, int64_t ts, bool done,
+                      json_t *payload, bool keyed, const char *raw, size_t rawlen)
 {
     buf *e = &q->ev;
     size_t off = lines->len, tl;
@@ -228,7 +231,7 @@ static void event_end(queue *q, buf *lines, const char *op, const char *id, int6
     else
         frame_encode(lines, e->data, e->len);
     q->nevents++;
-    own_note(q, op, id, ts, done, payload, off, lines->len - off);
+    own_note(q, op, id, ts, done, payload, keyed, raw, rawlen, off, lines->len - off);
 }
 
 /* Appends one event line without a payload (claim, complete, requeue,
@@ -241,10 +244,10 @@ static void event(queue *q, buf *lines, const char *op, const char *id, const ch
     size_t ol = strlen(op), el = extra ? strlen(extra) : 0, tl, off = lines->len;
     const char *t = ts_text(q, ts, &tl);
     if (7 + ol + 8 + UUID7_LEN + 1 + el + 6 + tl + 1 > sizeof j) { /* not one of ours */
-        event_begin(q, op, id);
+        queue__event_begin(q, op, id);
         if (extra)
             buf_append(&q->ev, extra, el);
-        event_end(q, lines, op, id, ts, done, payload);
+        queue__event_end(q, lines, op, id, ts, done, payload, false, NULL, 0);
         return;
     }
     char *p = j;
@@ -262,7 +265,7 @@ static void event(queue *q, buf *lines, const char *op, const char *id, const ch
     *p++ = '}';
     frame_encode(lines, j, (size_t)(p - j));
     q->nevents++;
-    own_note(q, op, id, ts, done, payload, off, lines->len - off);
+    own_note(q, op, id, ts, done, payload, false, NULL, 0, off, lines->len - off);
 }
 
 /* Whether v decodes from its sjson encoding as an equal tree (same types,
@@ -395,7 +398,7 @@ void queue_close(queue *q)
  * lines to lines; they are written, applied and made durable. With staged,
  * lines of more than one event go through a qstage first, so a crash
  * leaves all of them or none. */
-static int with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, storh_err *err)
+int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, storh_err *err)
 {
     pthread_mutex_lock(&q->mu);
     int rc = fsx_lock_acquire(&q->lock, err);
@@ -461,7 +464,7 @@ static int with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
 
 int queue__with_lock(queue *q, locked_fn fn, void *arg, storh_err *err)
 {
-    return with_lock_staged(q, fn, arg, false, err);
+    return queue__with_lock_staged(q, fn, arg, false, err);
 }
 
 typedef struct enq_arg {
@@ -499,7 +502,7 @@ static int do_enqueue(queue *q, void *a, buf *lines, storh_err *err)
         } else if ((rc = uuid7_generate(id, -1, err))) {
             break;
         }
-        event_begin(q, "enqueue", id);
+        queue__event_begin(q, "enqueue", id);
         buf_append(&q->ev, ",\"payload\":", 11);
         size_t at = q->ev.len;
         if ((rc = sjson_encode(&q->ev, payload, 0, err)))
@@ -508,9 +511,7 @@ static int do_enqueue(queue *q, void *a, buf *lines, storh_err *err)
         json_t *own = own_payload(payload, q->ev.data + at, q->ev.len - at, &keyed);
         if (!own)
             q->own_failed = true;
-        event_end(q, lines, "enqueue", id, ts, false, own);
-        if (!q->own_failed)
-            q->own[q->nown - 1].f.keyed = keyed;
+        queue__event_end(q, lines, "enqueue", id, ts, false, own, keyed, NULL, 0);
         json_t *idj = json_stringn_nocheck(id, UUID7_LEN); /* checked or generated: ASCII */
         if (!idj || json_array_append_new(ea->ids, idj)) {
             rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
@@ -541,7 +542,7 @@ int queue_enqueue_many(queue *q, const json_t *jobs, json_t **ids, storh_err *er
     if (!json_is_array(jobs))
         return storh_err_set(err, STORH_EINVAL, "Jobs must be a JSON array.");
     enq_arg a = {jobs, json_array()};
-    int rc = a.ids ? with_lock_staged(q, do_enqueue, &a, true, err)
+    int rc = a.ids ? queue__with_lock_staged(q, do_enqueue, &a, true, err)
                    : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     if (rc) {
         json_decref(a.ids);
@@ -551,20 +552,16 @@ int queue_enqueue_many(queue *q, const json_t *jobs, json_t **ids, storh_err *er
     return 0;
 }
 
-typedef struct claim_arg {
-    size_t limit;
-    json_t *jobs;
-} claim_arg;
-
-static int do_claim(queue *q, void *a, buf *lines, storh_err *err)
+int queue__claim_each(queue *q, buf *lines, size_t limit, queue_claim_fn fn, void *ctx, size_t *n,
+                      storh_err *err)
 {
-    claim_arg *ca = a;
     qstate *s = &q->st;
     int64_t ts = queue__now_s();
-    buf_reserve(lines, (ca->limit < s->pending ? ca->limit : s->pending) * 80);
+    buf_reserve(lines, (limit < s->pending ? limit : s->pending) * 80);
     /* pick in FIFO order; the claim events move them to processing */
     size_t i = s->head;
-    while (json_array_size(ca->jobs) < ca->limit && i < s->n) {
+    *n = 0;
+    while (*n < limit && i < s->n) {
         order_ent *o = &s->order[i++];
         char id[UUID7_LEN + 1];
         memcpy(id, o->id, UUID7_LEN);
@@ -575,24 +572,45 @@ static int do_claim(queue *q, void *a, buf *lines, storh_err *err)
         /* an id has one order entry per seq, so no id is picked twice */
         /* a job goes into the answer before its claim event is written:
          * one that cannot be handed out is not claimed */
-        json_t *p = j->payload ? json_incref(j->payload) : json_object();
-        json_t *e = json_object();
-        /* the setters and append take their value even when they fail */
-        if (!p || !e || json_object_set_new_nocheck(e, "id", json_stringn_nocheck(id, UUID7_LEN))) {
-            json_decref(p);
-            json_decref(e);
-            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-        }
-        if (json_object_set_new_nocheck(e, "payload", p)) {
-            json_decref(e);
-            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-        }
-        if (json_array_append_new(ca->jobs, e) != 0)
-            return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+        int rc = fn(id, j, ctx, err);
+        if (rc)
+            return rc;
         event(q, lines, "claim", id, NULL, ts, false, NULL);
+        ++*n;
     }
     s->head = i; /* entries before i are claimed now, or stale */
     return 0;
+}
+
+typedef struct claim_arg {
+    size_t limit;
+    json_t *jobs;
+} claim_arg;
+
+static int claim_tree(const char *id, const job *j, void *ctx, storh_err *err)
+{
+    json_t *p = queue__payload_tree(j);
+    json_t *e = json_object();
+    /* the setters and append take their value even when they fail */
+    if (!p || !e || json_object_set_new_nocheck(e, "id", json_stringn_nocheck(id, UUID7_LEN))) {
+        json_decref(p);
+        json_decref(e);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    if (json_object_set_new_nocheck(e, "payload", p)) {
+        json_decref(e);
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    }
+    if (json_array_append_new(ctx, e) != 0)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    return 0;
+}
+
+static int do_claim(queue *q, void *a, buf *lines, storh_err *err)
+{
+    claim_arg *ca = a;
+    size_t n;
+    return queue__claim_each(q, lines, ca->limit, claim_tree, ca->jobs, &n, err);
 }
 
 int queue_claim(queue *q, size_t limit, json_t **jobs, storh_err *err)

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "storh_err.h"
 #include "uuid7.h"
 
@@ -58,6 +59,42 @@ int queue_enqueue_many(queue *q, const json_t *jobs, json_t **ids, storh_err *er
 /* Claims up to limit jobs in FIFO order: *jobs = new array of
  * {"id","payload"} (empty when none is pending). */
 int queue_claim(queue *q, size_t limit, json_t **jobs, storh_err *err);
+
+/* The byte path (queue_bytes.c): jobs read straight from the bytes of a
+ * request body and claims answered as bytes, with no JSON tree per job. */
+typedef struct queue_job_bytes {
+    const char *id;      /* the job's given id (36 bytes), NULL: one is made */
+    const char *payload; /* its payload's canonical bytes */
+    size_t len;
+} queue_job_bytes;
+typedef struct queue_jobs {
+    queue_job_bytes *v;
+    size_t n, cap;
+    bool bad; /* scratch of queue_jobs_read */
+    const char *id, *payload;
+    size_t len;
+} queue_jobs;
+#define QUEUE_JOBS_INIT                                                                            \
+    {                                                                                              \
+        0                                                                                          \
+    }
+/* Reads body, a list of jobs or one job as queue_enqueue_many takes them,
+ * when it is in canonical form (reccanon.h: compact, the encoder's own
+ * escapes, no floats) and every job is an object with a valid id or none:
+ * true, and jobs lists them, pointing into body. False otherwise: decode
+ * the body and call queue_enqueue_many, which gives the same result, or
+ * the error. Free jobs with queue_jobs_free either way. */
+bool queue_jobs_read(const char *body, size_t len, queue_jobs *jobs);
+void queue_jobs_free(queue_jobs *jobs);
+/* Enqueues what queue_jobs_read read (its body still alive) as
+ * queue_enqueue_many would the decoded body: the same log lines, state and
+ * ids; ids (jobs->n of them) receives each job's id. */
+int queue_enqueue_jobs(queue *q, const queue_jobs *jobs, char (*ids)[UUID7_LEN + 1],
+                       storh_err *err);
+/* queue_claim, answered as bytes: appends each claimed job as the object
+ * sjson_encode writes for queue_claim's, comma-separated, to out; *n: how
+ * many were claimed. */
+int queue_claim_bytes(queue *q, size_t limit, buf *out, size_t *n, storh_err *err);
 /* ids: array of id strings; ignores ids that are not processing.
  * *completed counts the jobs completed. */
 int queue_complete_many(queue *q, const json_t *ids, bool keep_done, size_t *completed,

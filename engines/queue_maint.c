@@ -24,9 +24,18 @@ static bool job_equal(const job *a, const job *b)
         return false;
     if ((a->state == JOB_PROCESSING || a->state == JOB_DONE) && a->ts != b->ts)
         return false;
-    if (!a->payload != !b->payload)
+    bool ha = a->payload || a->raw, hb = b->payload || b->raw;
+    if (ha != hb)
         return false;
-    return !a->payload || json_equal(a->payload, b->payload);
+    if (!ha)
+        return true;
+    if (a->raw && b->raw)
+        return a->rawlen == b->rawlen && !memcmp(a->raw, b->raw, a->rawlen);
+    json_t *x = queue__payload_tree(a), *y = queue__payload_tree(b);
+    bool same = x && y && json_equal(x, y);
+    json_decref(x);
+    json_decref(y);
+    return same;
 }
 
 /* The claim order of the pending jobs, as a comparable list of ids. */
@@ -53,7 +62,8 @@ static bool states_equal(const qstate *a, const qstate *b)
     void *v;
     while (idmap_next(&a->jobs, &pos, &k, &v)) {
         job *x = v, *y = idmap_get(&b->jobs, k);
-        if (x->state == JOB_GONE && !x->payload && (!y || (y->state == JOB_GONE && !y->payload)))
+        if (x->state == JOB_GONE && !x->payload && !x->raw &&
+            (!y || (y->state == JOB_GONE && !y->payload && !y->raw)))
             continue;
         if (!y || !job_equal(x, y))
             return false;

@@ -10,6 +10,7 @@
 
 #include "frame.h"
 #include "idmap.h"
+#include "reccanon.h"
 #include "sjson.h"
 #include "queue_int.h"
 
@@ -31,8 +32,10 @@ void queue__qstate_free(qstate *s)
     size_t pos = 0;
     const char *k;
     void *v;
-    while (idmap_next(&s->jobs, &pos, &k, &v))
+    while (idmap_next(&s->jobs, &pos, &k, &v)) {
         json_decref(((job *)v)->payload);
+        free(((job *)v)->raw);
+    }
     idmap_free(&s->jobs);
     free(s->order);
     memset(s, 0, sizeof *s);
@@ -72,6 +75,27 @@ static void drop_payload(job *j)
 {
     json_decref(j->payload);
     j->payload = NULL;
+    free(j->raw);
+    j->raw = NULL;
+    j->rawlen = 0;
+}
+
+json_t *queue__payload_tree(const job *j)
+{
+    if (j->raw)
+        return reccanon_value_decode(j->raw, j->rawlen);
+    return j->payload ? json_incref(j->payload) : json_object();
+}
+
+int queue__payload_bytes(const job *j, buf *out, storh_err *err)
+{
+    if (j->raw)
+        buf_append(out, j->raw, j->rawlen);
+    else if (!j->payload)
+        buf_append(out, "[]", 2); /* an empty object, as sjson encodes it */
+    else
+        return sjson_encode(out, j->payload, 0, err);
+    return buf_failed(out) ? storh_err_set(err, STORH_ENOMEM, "Out of memory.") : 0;
 }
 
 /* A job in no state anymore leaves the map: a queue that is worked off
@@ -94,7 +118,16 @@ static bool apply_event(qstate *s, const event_fields *f)
         if (!j)
             return false;
         drop_payload(j);
-        j->payload = f->keyed ? json_incref((json_t *)f->payload) : sjson_string_keyed(f->payload);
+        if (f->raw) {
+            if (f->rawlen > UINT32_MAX || !(j->raw = malloc(f->rawlen + 1)))
+                return false;
+            memcpy(j->raw, f->raw, f->rawlen);
+            j->raw[f->rawlen] = '\0';
+            j->rawlen = (uint32_t)f->rawlen;
+        } else {
+            j->payload =
+                f->keyed ? json_incref((json_t *)f->payload) : sjson_string_keyed(f->payload);
+        }
         set_state(s, j, JOB_PENDING);
         j->seq = ++s->seq;
         push_order(s, id, j->seq);
@@ -140,6 +173,22 @@ bool queue__apply_event(qstate *s, const event_fields *f)
     return apply_event(s, f);
 }
 
+/* The ts of an event's end, ",\"ts\":N}" exactly (p to end, end at '}'). */
+static bool ts_tail(const char *p, const char *end, int64_t *out)
+{
+    if (end - p < 7 || memcmp(p, ",\"ts\":", 6) != 0)
+        return false;
+    p += 6;
+    int64_t ts = 0;
+    for (; p < end; p++) {
+        if (*p < '0' || *p > '9' || ts > INT64_MAX / 10 - 10)
+            return false;
+        ts = ts * 10 + (*p - '0');
+    }
+    *out = ts;
+    return true;
+}
+
 /* The canonical spelling of the events without a payload, which are most
  * of a busy log, read without a JSON parse:
  *   {"op":"claim","id":"<36>","ts":N}  (complete: ,"done":true|false before ts) */
@@ -176,21 +225,45 @@ static bool fast_event(const char *j, size_t jl, event_fields *f)
             return false;
         }
     }
-    if (end - p < 7 || memcmp(p, ",\"ts\":", 6) != 0)
+    int64_t ts;
+    if (!ts_tail(p, end, &ts))
         return false;
-    p += 6;
-    int64_t ts = 0;
-    if (p == end)
-        return false;
-    for (; p < end; p++) {
-        if (*p < '0' || *p > '9' || ts > INT64_MAX / 10 - 10)
-            return false;
-        ts = ts * 10 + (*p - '0');
-    }
     f->op = ops[k];
     f->ts = ts;
     f->payload = NULL;
     f->keyed = false;
+    f->raw = NULL;
+    f->rawlen = 0;
+    return true;
+}
+
+/* An enqueue as this process and storh write it, with a payload object in
+ * canonical bytes (reccanon.h), read without a JSON parse; the payload is
+ * kept as those bytes: {"op":"enqueue","id":"<36>","payload":{...},"ts":N} */
+static bool fast_enqueue(const char *j, size_t jl, event_fields *f)
+{
+    static const char head[] = "{\"op\":\"enqueue\",\"id\":\"";
+    static const char mid[] = "\",\"payload\":";
+    size_t hl = sizeof head - 1, ml = sizeof mid - 1;
+    if (jl < hl + UUID7_LEN + ml + 2 + 8 || memcmp(j, head, hl) != 0 || j[jl - 1] != '}')
+        return false;
+    const char *p = j + hl, *end = j + jl - 1;
+    if (!uuid7_is_valid(p, UUID7_LEN) || memcmp(p + UUID7_LEN, mid, ml) != 0)
+        return false;
+    const char *pl = p + UUID7_LEN + ml;
+    if (*pl != '{')
+        return false;
+    size_t n = reccanon_value_span(pl, (size_t)(end - pl));
+    if (!n || !ts_tail(pl + n, end, &f->ts))
+        return false;
+    memcpy(f->id, p, UUID7_LEN);
+    f->id[UUID7_LEN] = '\0';
+    f->op = "enqueue";
+    f->done = false;
+    f->payload = NULL;
+    f->keyed = true;
+    f->raw = pl;
+    f->rawlen = n;
     return true;
 }
 
@@ -205,7 +278,7 @@ bool queue__apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap
         return false;
     }
     event_fields f;
-    if (fast_event(j, jl, &f))
+    if (fast_event(j, jl, &f) || fast_enqueue(j, jl, &f))
         return apply_event(s, &f);
     json_t *ev = sjson_loadb(j, jl, JSON_ALLOW_NUL, NULL);
     bool ok = false;
@@ -225,6 +298,8 @@ bool queue__apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap
             f.done = json_is_true(json_object_get(ev, "done"));
             f.payload = json_object_get(ev, "payload");
             f.keyed = false;
+            f.raw = NULL;
+            f.rawlen = 0;
             if (!(ok = apply_event(s, &f)))
                 snprintf(msg, cap, "Unsupported log queue event: %.40s", op);
         }

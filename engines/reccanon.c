@@ -20,7 +20,9 @@ typedef struct span {
 
 typedef struct scan {
     const char *p, *end;
-    reccanon_member_fn fn; /* the data's own members, if set */
+    reccanon_member_fn fn; /* the members of the objects at fn_depth, if set */
+    reccanon_item_fn item; /* the items of the top list, if set */
+    int fn_depth;
     void *ctx;
 } scan;
 
@@ -167,7 +169,7 @@ static bool object(scan *s, int depth)
         const char *v = s->p;
         if (!value(s, depth + 1))
             return false;
-        if (depth == 0 && s->fn) {
+        if (depth == s->fn_depth && s->fn) {
             if (memchr(k.p, '\\', k.n))
                 return false; /* the caller would need the key decoded */
             s->fn(k.p, k.n, v, (size_t)(s->p - v), s->ctx);
@@ -190,8 +192,11 @@ static bool array(scan *s, int depth)
         return true;
     }
     for (;;) {
+        const char *v = s->p;
         if (!value(s, depth + 1) || s->p >= s->end)
             return false;
+        if (depth == 0 && s->item)
+            s->item(v, (size_t)(s->p - v), s->ctx);
         char c = *s->p++;
         if (c == ']')
             return true;
@@ -229,7 +234,7 @@ static bool check(const char *bytes, size_t len, const char *id, reccanon_member
     if (len < hl + il + ml + 3 || memcmp(bytes, head, hl) || memcmp(bytes + hl, id, il) ||
         memcmp(bytes + hl + il, mid, ml) || memcmp(bytes + len - 2, "}\n", 2))
         return false;
-    scan s = {bytes + hl + il + ml, bytes + len - 2, fn, ctx};
+    scan s = {bytes + hl + il + ml, bytes + len - 2, fn, NULL, 0, ctx};
     if (*s.p != '{' && *s.p != '[')
         return false;
     return value(&s, 0) && s.p == s.end;
@@ -439,7 +444,32 @@ bool reccanon_value_is_canonical(const char *bytes, size_t len)
 {
     if (!len || (*bytes != '{' && *bytes != '['))
         return false;
-    scan s = {bytes, bytes + len, NULL, NULL};
+    scan s = {bytes, bytes + len, NULL, NULL, 0, NULL};
+    return value(&s, 0) && s.p == s.end;
+}
+
+size_t reccanon_value_span(const char *bytes, size_t len)
+{
+    if (!len || (*bytes != '{' && *bytes != '['))
+        return 0;
+    scan s = {bytes, bytes + len, NULL, NULL, 0, NULL};
+    return value(&s, 0) ? (size_t)(s.p - bytes) : 0;
+}
+
+bool reccanon_value_members(const char *bytes, size_t len, reccanon_member_fn fn, void *ctx)
+{
+    if (!len || *bytes != '{')
+        return false;
+    scan s = {bytes, bytes + len, fn, NULL, 0, ctx};
+    return value(&s, 0) && s.p == s.end;
+}
+
+bool reccanon_list_members(const char *bytes, size_t len, reccanon_member_fn fn,
+                           reccanon_item_fn item, void *ctx)
+{
+    if (!len || *bytes != '[')
+        return false;
+    scan s = {bytes, bytes + len, fn, item, 1, ctx};
     return value(&s, 0) && s.p == s.end;
 }
 

@@ -47,6 +47,19 @@ json_t *reccanon_decode_checked(const char *bytes, const char *id);
  * line's data): true only if decoding bytes and encoding the value again
  * gives the same bytes. */
 bool reccanon_value_is_canonical(const char *bytes, size_t len);
+/* The length of the canonical value (an object or a list) that bytes
+ * start with, 0 when they do not start with one: what follows it is not
+ * looked at (a value inside a line). */
+size_t reccanon_value_span(const char *bytes, size_t len);
+/* For canonical bytes of an object: fn with each of its own members, as
+ * reccanon_members gives a record's data's. */
+bool reccanon_value_members(const char *bytes, size_t len, reccanon_member_fn fn, void *ctx);
+/* For canonical bytes of a list: for each item in order, fn with each of
+ * its own members when it is an object, then item with the item's bytes.
+ * As with reccanon_members, a false answer may come after some calls. */
+typedef void (*reccanon_item_fn)(const char *item, size_t len, void *ctx);
+bool reccanon_list_members(const char *bytes, size_t len, reccanon_member_fn fn,
+                           reccanon_item_fn item, void *ctx);
 /* For canonical value bytes: the value, built straight from them. NULL when
  * they are not canonical (or memory ran out). New reference. */
 json_t *reccanon_value_decode(const char *bytes, size_t len);

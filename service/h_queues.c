@@ -26,10 +26,57 @@ static queue *queue_for(http_req *req, bool create, bool quiet_missing)
     return q;
 }
 
+/* The reply {"ids":[...]} of an enqueue, as sjson encodes it. */
+static int reply_ids(http_req *req, char (*ids)[UUID7_LEN + 1], size_t n)
+{
+    buf out = BUF_INIT;
+    buf_reserve(&out, 10 + n * (UUID7_LEN + 3));
+    buf_append(&out, "{\"ids\":[", 8);
+    for (size_t i = 0; i < n; i++) {
+        buf_append(&out, i ? ",\"" : "\"", i ? 2 : 1);
+        buf_append(&out, ids[i], UUID7_LEN);
+        buf_appendc(&out, '"');
+    }
+    buf_append(&out, "]}", 2);
+    int rc = buf_failed(&out) ? http_reply_error(req, 503, "Out of memory.")
+                              : http_reply_bytes(req, 201, "application/json", out.data, out.len);
+    buf_free(&out);
+    return rc;
+}
+
+/* A body in canonical form (queue_jobs_read): its jobs go to the log as
+ * their bytes, without a tree per job. */
+static int enqueue_bytes(http_req *req, const queue_jobs *js)
+{
+    char(*ids)[UUID7_LEN + 1] = malloc((js->n ? js->n : 1) * sizeof *ids);
+    if (!ids)
+        return http_reply_error(req, 503, "Out of memory.");
+    queue *q = queue_for(req, true, false);
+    storh_err err;
+    int rc = 0;
+    if (!q)
+        ;
+    else if (queue_enqueue_jobs(q, js, ids, &err))
+        rc = http_reply_storh(req, &err);
+    else {
+        longpoll_kick(http_param(req, "queue"));
+        rc = reply_ids(req, ids, js->n);
+    }
+    free(ids);
+    return rc;
+}
+
 int h_queues_enqueue(http_req *req)
 {
     storh_err err;
     const buf *b = http_body(req);
+    queue_jobs js = QUEUE_JOBS_INIT;
+    if (queue_jobs_read(b->data ? b->data : "", b->len, &js)) {
+        int rc = enqueue_bytes(req, &js);
+        queue_jobs_free(&js);
+        return rc;
+    }
+    queue_jobs_free(&js);
     json_t *body = sjson_decode(b->data ? b->data : "", b->len, &err);
     if (!body)
         return http_reply_error(req, 400, "Request body: %s", err.msg);
@@ -70,18 +117,27 @@ static int claim_work(http_req *req)
     claim_state *c = http_state(req);
     const char *name = http_param(req, "queue");
     uint64_t seen = longpoll_generation(name);
-    json_t *jobs = NULL;
     queue *q = queue_for(req, false, true);
     if (!q && http_has_reply(req))
         return 0;
-    if (q) {
+    if (q) { /* the answer's bytes straight from the queue's state */
         storh_err err;
-        if (queue_claim(q, c->limit, &jobs, &err))
-            return http_reply_storh(req, &err);
+        buf out = BUF_INIT;
+        buf_append(&out, "{\"jobs\":[", 9);
+        size_t n = 0;
+        int rc = 0;
+        if (queue_claim_bytes(q, c->limit, &out, &n, &err))
+            rc = http_reply_storh(req, &err);
+        else if (n) {
+            buf_append(&out, "]}", 2);
+            rc = buf_failed(&out)
+                     ? http_reply_error(req, 503, "Out of memory.")
+                     : http_reply_bytes(req, 200, "application/json", out.data, out.len);
+        }
+        buf_free(&out);
+        if (rc || n || http_has_reply(req))
+            return rc;
     }
-    if (jobs && json_array_size(jobs) > 0)
-        return http_reply_owned(req, 200, json_pack("{so}", "jobs", jobs));
-    json_decref(jobs);
     if (c->deadline && longpoll_now_us() < c->deadline &&
         longpoll_park(name, req, c->deadline, claim_work, seen))
         return 0;

@@ -19,10 +19,15 @@
 
 enum { JOB_GONE = 0, JOB_PENDING, JOB_PROCESSING, JOB_DONE };
 
+/* A job's payload is held one of two ways: as the canonical bytes of an
+ * object (raw: what its enqueue line carried, reccanon.h), which a claim
+ * copies as they are, or as a tree (payload) for any other payload. */
 typedef struct job {
     uint8_t state;
+    uint32_t rawlen;
     int64_t ts;      /* claim time (processing) or completion time (done) */
-    json_t *payload; /* owned; NULL once dropped */
+    json_t *payload; /* owned; NULL once dropped or when raw holds it */
+    char *raw;       /* owned, NUL-ended; NULL once dropped or when payload holds it */
     uint64_t seq;    /* position of the latest enqueue/requeue */
     uint64_t mark;   /* the complete batch that last named it (qstate.mark) */
 } job;
@@ -78,6 +83,8 @@ typedef struct event_fields {
     bool done;
     const json_t *payload; /* enqueue only; may be NULL */
     bool keyed;            /* payload has no integer key at the top (kept as is) */
+    const char *raw;       /* enqueue: instead of payload, the canonical bytes of */
+    size_t rawlen;         /* an object payload (borrowed; copied when applied) */
 } event_fields;
 
 /* An event this process writes, with its line's place in the batch. */
@@ -96,6 +103,11 @@ typedef struct age_arg {
 
 /* queue_state.c */
 int64_t queue__now_s(void);
+/* A job's payload as a tree (new reference; an empty object when it has
+ * none, as storh answers a claim of a purged job), NULL when out of memory. */
+json_t *queue__payload_tree(const job *j);
+/* Appends a job's payload as a claim answer encodes it. */
+int queue__payload_bytes(const job *j, buf *out, storh_err *err);
 int queue__qstate_init(qstate *s);
 void queue__qstate_free(qstate *s);
 bool queue__apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap);
@@ -107,6 +119,23 @@ uint64_t queue__apply_bytes(queue *q, qstate *st, const char *b, uint64_t base, 
 int queue__replay(queue *q, storh_err *err);
 int queue__sync_log(queue *q, storh_err *err);
 int queue__with_lock(queue *q, locked_fn fn, void *arg, storh_err *err);
+/* As queue__with_lock; with staged, a batch of more than one event goes
+ * through a qstage, so a crash leaves all of its events or none. */
+int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, storh_err *err);
+/* An event line under construction in q->ev: event_begin writes
+ * {"op":"<op>","id":"<id>", the caller appends its fields, event_end adds
+ * the ts, frames the line into lines and notes the event for applying
+ * (payload: an enqueue's tree, taken; or NULL and raw, rawlen: its
+ * canonical object bytes, borrowed until the operation ends). */
+void queue__event_begin(queue *q, const char *op, const char *id);
+void queue__event_end(queue *q, buf *lines, const char *op, const char *id, int64_t ts, bool done,
+                      json_t *payload, bool keyed, const char *raw, size_t rawlen);
+/* Appends a claim event per pending job in claim order, up to limit, and
+ * hands each job to fn first (a job fn refuses, by returning non-zero, is
+ * not claimed and the operation fails with that code). */
+typedef int (*queue_claim_fn)(const char *id, const job *j, void *ctx, storh_err *err);
+int queue__claim_each(queue *q, buf *lines, size_t limit, queue_claim_fn fn, void *ctx, size_t *n,
+                      storh_err *err);
 int queue__do_requeue(queue *q, void *a, buf *lines, storh_err *err);
 json_t *queue__counts_of(const qstate *s);
 

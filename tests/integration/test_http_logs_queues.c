@@ -244,6 +244,68 @@ TEST(queue_flow)
     client_free(&r);
 }
 
+/* A body in canonical form takes the queue's byte path, any other the tree
+ * path: the answers must not tell them apart. */
+TEST(queue_answers_do_not_depend_on_how_the_body_is_spelled)
+{
+    static const char compact[] =
+        "[{\"id\":\"018bcfe5-6800-7000-8000-00000000000a\",\"payload\":{\"to\":\"a/b\","
+        "\"n\":1,\"u\":\"caf\xc3\xa9\"}},{\"id\":\"018bcfe5-6801-7000-8000-00000000000b\","
+        "\"payload\":[1,2]},{\"id\":\"018bcfe5-6802-7000-8000-00000000000c\",\"k\":{\"d\":"
+        "[true,null,\"x\\\"y\"]}}]";
+    static const char spaced[] =
+        "[ {\"id\": \"018bcfe5-6800-7000-8000-00000000000a\", \"payload\": {\"to\": \"a\\/b\","
+        " \"n\": 1, \"u\": \"caf\\u00e9\"}},\n {\"id\": \"018bcfe5-6801-7000-8000-00000000000b\","
+        " \"payload\": [1, 2]}, {\"id\": \"018bcfe5-6802-7000-8000-00000000000c\", \"k\": {\"d\":"
+        " [true, null, \"x\\\"y\"]}} ]";
+    const char *names[2] = {"compact", "spaced"}, *bodies[2] = {compact, spaced};
+    char *ids[2], *claims[2], *rest[2];
+    for (int i = 0; i < 2; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/v1/queues/%s/jobs", names[i]);
+        client_resp r = req("POST", path, "application/json", bodies[i]);
+        CHECK_INT(r.status, 201);
+        ids[i] = strdup(r.body ? r.body : "");
+        client_free(&r);
+        snprintf(path, sizeof path, "/v1/queues/%s/claim?limit=2", names[i]);
+        r = req("POST", path, NULL, NULL);
+        CHECK_INT(r.status, 200);
+        claims[i] = strdup(r.body ? r.body : "");
+        client_free(&r);
+        r = req("POST", path, NULL, NULL);
+        rest[i] = strdup(r.body ? r.body : "");
+        client_free(&r);
+    }
+    CHECK_STR(ids[0], "{\"ids\":[\"018bcfe5-6800-7000-8000-00000000000a\","
+                      "\"018bcfe5-6801-7000-8000-00000000000b\","
+                      "\"018bcfe5-6802-7000-8000-00000000000c\"]}");
+    CHECK_STR(ids[1], ids[0]);
+    CHECK_STR(claims[0], "{\"jobs\":[{\"id\":\"018bcfe5-6800-7000-8000-00000000000a\",\"payload\":"
+                         "{\"to\":\"a/b\",\"n\":1,\"u\":\"caf\xc3\xa9\"}},"
+                         "{\"id\":\"018bcfe5-6801-7000-8000-00000000000b\",\"payload\":[]}]}");
+    CHECK_STR(claims[1], claims[0]);
+    CHECK_STR(rest[1], rest[0]);
+    CHECK_PREFIX(rest[0], "{\"jobs\":[{\"id\":\"018bcfe5-6802-7000-8000-00000000000c\",\"payload\":"
+                          "{\"id\":\"018bcfe5-6802-7000-8000-00000000000c\",\"k\":");
+    for (int i = 0; i < 2; i++) {
+        free(ids[i]);
+        free(claims[i]);
+        free(rest[i]);
+    }
+    /* bad jobs in canonical form create no queue either */
+    client_resp r = req("POST", "/v1/queues/never/jobs", "application/json",
+                        "[{\"a\":1},{\"id\":\"018bcfe5-6800-7000-8000-00000000000Z\"}]");
+    CHECK_INT(r.status, 400);
+    client_free(&r);
+    r = req("GET", "/v1/queues/never", NULL, NULL);
+    CHECK_INT(r.status, 404);
+    client_free(&r);
+    r = req("POST", "/v1/queues/none/jobs", "application/json", "[]");
+    CHECK_INT(r.status, 201);
+    CHECK_STR(r.body, "{\"ids\":[]}");
+    client_free(&r);
+}
+
 typedef struct claimer {
     long status;
     char id[40];
@@ -524,6 +586,7 @@ static const test_case tests[] = {
     TEST_ENTRY(log_bulk_is_all_or_nothing),
     TEST_ENTRY(concurrent_appends_all_land),
     TEST_ENTRY(queue_flow),
+    TEST_ENTRY(queue_answers_do_not_depend_on_how_the_body_is_spelled),
     TEST_ENTRY(long_poll_wakes_on_enqueue_and_times_out),
     TEST_ENTRY(log_stream_rows_are_the_records_as_get_answers),
     TEST_ENTRY(log_stream_read_slowly_across_a_compaction),

@@ -1,0 +1,351 @@
+/* The queue's byte path (queue_bytes.c) against its tree path (queue.c):
+ * the same bodies give the same log lines, ids, state and claim answers,
+ * live and after a replay; bodies the byte path does not take are left to
+ * the tree path. */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "../tmpdir.h"
+#include "frame.h"
+#include "fsx.h"
+#include "queue.h"
+#include "sjson.h"
+
+static char root[PATH_MAX];
+
+#include "../support/js.h"
+
+static queue *open_q(const char *name)
+{
+    queue *q = NULL;
+    storh_err err;
+    if (queue_open(root, name, true, &q, &err))
+        fprintf(stderr, "open %s: %s\n", name, err.msg);
+    return q;
+}
+
+/* The JSON of each event of a queue's log, its ts cut (the two paths may
+ * run a second apart), one a line; NULL when a frame does not check. */
+static char *events_of(const char *name)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s/queue.log", root, name);
+    buf b = BUF_INIT, out = BUF_INIT;
+    fsx_read_all(p, &b, NULL);
+    for (size_t at = 0; at < b.len;) {
+        char *nl = memchr(b.data + at, '\n', b.len - at);
+        const char *j;
+        size_t jl;
+        if (!nl || frame_decode(b.data + at, (size_t)(nl - b.data) - at, true, &j, &jl, NULL)) {
+            buf_free(&b);
+            buf_free(&out);
+            return NULL;
+        }
+        const char *ts = strstr(j, ",\"ts\":");
+        buf_append(&out, j, ts && ts < j + jl ? (size_t)(ts - j) : jl);
+        buf_appendc(&out, '\n');
+        at = (size_t)(nl - b.data) + 1;
+    }
+    buf_free(&b);
+    return out.data ? out.data : strdup("");
+}
+
+/* s with every id ("id":"<36>") masked: ids made on each side differ
+ * (enqueue_both compares the given ones). */
+static char *masked(char *s)
+{
+    for (char *p = s; p && (p = strstr(p, "\"id\":\"")) != NULL;) {
+        p += 6;
+        for (int i = 0; i < UUID7_LEN && p[i] && p[i] != '"'; i++)
+            p[i] = 'x';
+    }
+    return s;
+}
+
+/* The tree path's answer to a claim of n, as HTTP encoded it. */
+static char *claim_tree(queue *q, size_t n)
+{
+    json_t *jobs = NULL;
+    if (queue_claim(q, n, &jobs, NULL))
+        return NULL;
+    buf b = BUF_INIT;
+    for (size_t i = 0; i < json_array_size(jobs); i++) {
+        if (i)
+            buf_appendc(&b, ',');
+        sjson_encode(&b, json_array_get(jobs, i), 0, NULL);
+    }
+    json_decref(jobs);
+    return b.data ? b.data : strdup("");
+}
+
+static char *claim_bytes(queue *q, size_t n, size_t *got)
+{
+    buf b = BUF_INIT;
+    if (queue_claim_bytes(q, n, &b, got, NULL)) {
+        buf_free(&b);
+        return NULL;
+    }
+    return b.data ? b.data : strdup("");
+}
+
+/* Enqueues body through both paths, into queues tree and bytes. */
+static void enqueue_both(queue *tree, queue *bytes, const char *body)
+{
+    queue_jobs qj = QUEUE_JOBS_INIT;
+    CHECK(queue_jobs_read(body, strlen(body), &qj));
+    char(*ids)[UUID7_LEN + 1] = calloc(qj.n + 1, sizeof *ids);
+    CHECK_INT(queue_enqueue_jobs(bytes, &qj, ids, NULL), 0);
+    json_t *jobs = js(body), *tids = NULL;
+    if (json_is_object(jobs))
+        jobs = json_pack("[o]", jobs);
+    CHECK_INT(queue_enqueue_many(tree, jobs, &tids, NULL), 0);
+    CHECK_INT(json_array_size(tids), qj.n);
+    for (size_t i = 0; i < qj.n; i++) {
+        const char *t = json_string_value(json_array_get(tids, i));
+        /* given ids are kept; made ones are new on each side */
+        if (qj.v[i].id)
+            CHECK_STR(ids[i], t);
+        else
+            CHECK(uuid7_is_valid(ids[i], strlen(ids[i])));
+    }
+    json_decref(tids);
+    json_decref(jobs);
+    free(ids);
+    queue_jobs_free(&qj);
+}
+
+static const char *const bodies[] = {
+    "[{\"id\":\"018bcfe5-6800-7000-8000-00000000000a\",\"payload\":{\"to\":\"a@b/c\",\"n\":1}},"
+    "{\"id\":\"018bcfe5-6801-7000-8000-00000000000b\",\"payload\":[\"a\",\"b\"]},"
+    "{\"id\":\"018bcfe5-6802-7000-8000-00000000000c\",\"kind\":\"post\",\"bucket\":3},"
+    "{\"id\":\"018bcfe5-6803-7000-8000-00000000000d\",\"payload\":{\"s\":\"\\\"q\\\\ \\n\","
+    "\"u\":\"caf\xc3\xa9 \xf0\x9f\x98\x80\",\"deep\":{\"a\":[1,{\"b\":null}],\"t\":true}}},"
+    "{\"id\":7,\"payload\":\"not an object\",\"x\":-12},"
+    "{\"payload\":{\"made\":\"id\"}}]",
+    /* one job, not in a list */
+    "{\"id\":\"018bcfe5-6804-7000-8000-00000000000e\",\"payload\":{\"one\":1}}",
+    /* a known id again: pending again with the new payload */
+    "[{\"id\":\"018bcfe5-6800-7000-8000-00000000000a\",\"payload\":{\"to\":\"again\"}}]",
+    "[]",
+};
+
+TEST(byte_path_writes_and_answers_as_the_tree_path)
+{
+    queue *tree = open_q("tree"), *bytes = open_q("bytes");
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++)
+        enqueue_both(tree, bytes, bodies[i]);
+    /* the same lines, but for the ids each path made */
+    char *te = masked(events_of("tree")), *be = masked(events_of("bytes"));
+    CHECK(te && be);
+    CHECK_STR(be, te);
+    size_t lines = 0;
+    for (char *p = be; p && (p = strchr(p, '\n')) != NULL; p++)
+        lines++;
+    CHECK_INT(lines, 8);
+    free(te);
+    free(be);
+    /* claims, two then the rest, give the same bytes (made ids aside) */
+    size_t n;
+    char *t1 = claim_tree(tree, 2), *b1 = claim_bytes(bytes, 2, &n);
+    CHECK_INT(n, 2);
+    CHECK_STR(b1, t1);
+    /* a list payload: the state keeps what storh's does, [] */
+    CHECK(strstr(b1, "\"018bcfe5-6801-7000-8000-00000000000b\",\"payload\":[]}") != NULL);
+    char *t2 = masked(claim_tree(tree, 100)), *b2 = masked(claim_bytes(bytes, 100, &n));
+    CHECK_INT(n, 5);
+    CHECK_STR(b2, t2);
+    CHECK(strstr(b2, "\"payload\":{\"made\":\"id\"}") != NULL);
+    CHECK(strstr(b2, "\"payload\":{\"to\":\"again\"}") != NULL);
+    char *t3 = claim_bytes(bytes, 5, &n);
+    CHECK_INT(n, 0);
+    CHECK_STR(t3, "");
+    free(t1);
+    free(b1);
+    free(t2);
+    free(b2);
+    free(t3);
+    queue_close(tree);
+    queue_close(bytes);
+}
+
+/* The state a replay builds from the byte path's lines (payloads kept as
+ * their bytes) answers claims as the live state did, both as bytes and as
+ * trees, and verifies. */
+TEST(replayed_payload_bytes_answer_as_trees_did)
+{
+    queue *tree = open_q("tree"), *bytes = open_q("bytes");
+    enqueue_both(tree, bytes, bodies[0]);
+    enqueue_both(tree, bytes, bodies[1]);
+    queue_close(bytes);
+    bytes = open_q("bytes");
+    json_t *v = NULL;
+    CHECK_INT(queue_verify(bytes, &v, NULL), 0);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    json_t *tj = NULL, *bj = NULL;
+    CHECK_INT(queue_claim(tree, 3, &tj, NULL), 0);
+    CHECK_INT(queue_claim(bytes, 3, &bj, NULL), 0);
+    CHECK(json_equal(tj, bj)); /* the first three have given ids */
+    json_decref(tj);
+    json_decref(bj);
+    size_t n;
+    char *t = masked(claim_tree(tree, 100)), *b = masked(claim_bytes(bytes, 100, &n));
+    CHECK_INT(n, 4);
+    CHECK_STR(b, t);
+    free(t);
+    free(b);
+    /* completed and kept done: the bytes go with the payload */
+    json_t *ids = js("[\"018bcfe5-6800-7000-8000-00000000000a\"]");
+    CHECK_INT(queue_complete_many(bytes, ids, true, &n, NULL), 0);
+    CHECK_INT(n, 1);
+    json_decref(ids);
+    queue_close(bytes);
+    bytes = open_q("bytes");
+    CHECK_INT(queue_verify(bytes, &v, NULL), 0);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    queue_close(bytes);
+    queue_close(tree);
+}
+
+/* What the byte path does not take, the tree path gets: not canonical
+ * bytes, jobs that are not objects, ids that are not valid. */
+TEST(bodies_not_in_canonical_form_are_left_to_the_tree_path)
+{
+    static const char *const no[] = {
+        "[ {\"a\":1}]",                /* whitespace */
+        "[{\"a\":1.5}]",               /* a float */
+        "[{\"a\":\"\\u00e9\"}]",       /* a \u escape */
+        "[{\"a\":\"x\\/y\"}]",         /* an escape the encoder does not write */
+        "[{\"id\":\"nope\",\"a\":1}]", /* an invalid id */
+        "[1]",                         /* a job that is not an object */
+        "[{}]",                        /* {} is written [] */
+        "[{\"0\":1}]",                 /* an integer key */
+        "[{\"a\":1,\"a\":2}]",         /* a duplicate key */
+        "[{\"a\":1}",                  /* cut */
+        "",
+        "\"job\"",
+    };
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+        queue_jobs qj = QUEUE_JOBS_INIT;
+        if (queue_jobs_read(no[i], strlen(no[i]), &qj))
+            CHECK_STR(no[i], "(taken by the byte path)");
+        queue_jobs_free(&qj);
+    }
+    static const char *const yes[] = {"[]", "{\"a\":1}", "[{\"payload\":[1,2]},{\"b\":[]}]"};
+    static const size_t nyes[] = {0, 1, 2};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+        queue_jobs qj = QUEUE_JOBS_INIT;
+        CHECK(queue_jobs_read(yes[i], strlen(yes[i]), &qj));
+        CHECK_INT(qj.n, nyes[i]);
+        queue_jobs_free(&qj);
+    }
+}
+
+/* ---- PHP storh's lines (STORH_PHP_DIR) ---- */
+
+static const char php_script[] =
+    "<?php\n"
+    "require getenv('STORH_PHP_DIR') . '/vendor/autoload.php';\n"
+    "[, $root, $name, $what] = $argv;\n"
+    "$q = new Storh\\Queue($root, $name);\n"
+    "const F = JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE | JSON_PRESERVE_ZERO_FRACTION;\n"
+    "if ($what === 'enqueue') {\n"
+    "    $q->enqueue(['to' => 'a/b', 'n' => 1, 'neg' => -7, 't' => true, 'z' => null]);\n"
+    "    $q->enqueue(['s' => \"q\\\"b\\\\s\\n\\t\\x01\", 'u' => 'caf\xc3\xa9 \xe2\x80\xa8 "
+    "\xf0\x9f\x98\x80']);\n"
+    "    $q->enqueue(['deep' => ['a' => [1, ['b' => [true]]]], 'e' => [], 'l' => ['x', 'y']]);\n"
+    "    $q->enqueue(['r' => 1.5, 'one' => 1.0]);\n"
+    "    $q->enqueue([7 => 'x', 'k' => 'v']);\n"
+    "    $q->enqueue(['a', 'b']);\n"
+    "    $q->enqueueMany([['n' => 1], ['n' => 2], ['payload' => ['p' => 3]]]);\n"
+    "} else {\n"
+    "    $out = [];\n"
+    "    foreach ($q->claimMany(1000) as $r) {\n"
+    "        $out[] = ['id' => $r->id(), 'payload' => $r->data()];\n"
+    "    }\n"
+    "    echo json_encode($out, F);\n"
+    "}\n";
+
+static int php(const char *name, const char *what, const char *out)
+{
+    char script[PATH_MAX], cmd[PATH_MAX * 4];
+    snprintf(script, sizeof script, "%s/q.php", root);
+    FILE *f = fopen(script, "w");
+    if (!f)
+        return -1;
+    fputs(php_script, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "php '%s' '%s' '%s' '%s' > '%s'", script, root, name, what,
+             out ? out : "/dev/null");
+    return system(cmd);
+}
+
+/* PHP storh enqueues (its lines: payloads kept as bytes where canonical);
+ * storhd's answer to a claim is byte for byte PHP's own answer to a claim
+ * of the same log. And PHP claims what storhd's byte path enqueued. */
+TEST(php_storh_lines_claimed_as_php_claims_them)
+{
+    if (!getenv("STORH_PHP_DIR")) {
+        CHECK(!"STORH_PHP_DIR names the PHP storh checkout");
+        return;
+    }
+    char out[PATH_MAX], cmd[PATH_MAX * 3];
+    snprintf(out, sizeof out, "%s/php.json", root);
+    CHECK_INT(php("fromphp", "enqueue", NULL), 0);
+    snprintf(cmd, sizeof cmd, "cp -r '%s/fromphp' '%s/fromphp2'", root, root);
+    CHECK_INT(system(cmd), 0);
+    CHECK_INT(php("fromphp2", "claim", out), 0);
+    buf want = BUF_INIT;
+    CHECK_INT(fsx_read_all(out, &want, NULL), 0);
+    queue *q = open_q("fromphp");
+    size_t n;
+    char *got = claim_bytes(q, 1000, &n);
+    CHECK_INT(n, 9);
+    buf all = BUF_INIT;
+    buf_appendc(&all, '[');
+    buf_appends(&all, got ? got : "");
+    buf_appendc(&all, ']');
+    CHECK_STR(all.data, want.data ? want.data : "");
+    free(got);
+    buf_free(&all);
+    buf_free(&want);
+    queue_close(q);
+
+    /* the other way: storhd's byte path writes, PHP claims */
+    q = open_q("fromstorhd");
+    queue *t = open_q("tree");
+    enqueue_both(t, q, bodies[0]);
+    queue_close(t);
+    queue_close(q);
+    snprintf(out, sizeof out, "%s/php2.json", root);
+    snprintf(cmd, sizeof cmd, "cp -r '%s/fromstorhd' '%s/fromstorhd2'", root, root);
+    CHECK_INT(system(cmd), 0);
+    CHECK_INT(php("fromstorhd2", "claim", out), 0);
+    CHECK_INT(fsx_read_all(out, &want, NULL), 0);
+    q = open_q("fromstorhd");
+    got = claim_bytes(q, 1000, &n);
+    CHECK_INT(n, 6);
+    buf_appendc(&all, '[');
+    buf_appends(&all, got ? got : "");
+    buf_appendc(&all, ']');
+    CHECK_STR(all.data, want.data ? want.data : "");
+    free(got);
+    buf_free(&all);
+    buf_free(&want);
+    queue_close(q);
+}
+
+static const test_case tests[] = {
+    TEST_ENTRY(byte_path_writes_and_answers_as_the_tree_path),
+    TEST_ENTRY(replayed_payload_bytes_answer_as_trees_did),
+    TEST_ENTRY(bodies_not_in_canonical_form_are_left_to_the_tree_path),
+};
+
+/* run only when named: registered with -DSTORH_PHP_DIR */
+static const test_case named[] = {
+    TEST_ENTRY(php_storh_lines_claimed_as_php_claims_them),
+};
+
+TMPDIR_TEST_MAIN_WITH_NAMED(root, tests, named)
