@@ -160,14 +160,17 @@ int fsx_write_synced(const char *path, const void *data, size_t len, storh_err *
     return fsx_write_file(path, data, len, true, err);
 }
 
-int fsx_write_file(const char *path, const void *data, size_t len, bool sync, storh_err *err)
+/* Creates path exclusively and writes head then data into it, fsynced
+ * when sync; removed on failure. */
+static int write_file2(const char *path, const void *head, size_t hlen, const void *data,
+                       size_t len, bool sync, storh_err *err)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0)
         return storh_err_sys(err, errno, "Could not open temporary storage file for writing: %s",
                              path);
     int rc = 0;
-    if (fsx_write_all(fd, data, len) != 0)
+    if ((hlen && fsx_write_all(fd, head, hlen) != 0) || fsx_write_all(fd, data, len) != 0)
         rc = storh_err_sys(err, errno, "Could not write storage file: %s", path);
     else if (sync && fsync(fd) != 0)
         rc = storh_err_sys(err, errno, "Could not sync storage file: %s", path);
@@ -178,6 +181,11 @@ int fsx_write_file(const char *path, const void *data, size_t len, bool sync, st
     if (rc)
         unlink(path);
     return rc;
+}
+
+int fsx_write_file(const char *path, const void *data, size_t len, bool sync, storh_err *err)
+{
+    return write_file2(path, NULL, 0, data, len, sync, err);
 }
 
 int fsx_fsync_dir(const char *dir, storh_err *err)
@@ -256,6 +264,12 @@ int fsx_random_hex(char *out, size_t nbytes, storh_err *err)
 
 int fsx_publish(const char *path, const void *data, size_t len, storh_err *err)
 {
+    return fsx_publish2(path, NULL, 0, data, len, err);
+}
+
+int fsx_publish2(const char *path, const void *head, size_t hlen, const void *data, size_t len,
+                 storh_err *err)
+{
     char dir[PATH_MAX], tmp[PATH_MAX], hex[25];
     fsx_dirname(path, dir, sizeof dir);
     int rc = fsx_mkdirs(dir, true, err);
@@ -267,7 +281,7 @@ int fsx_publish(const char *path, const void *data, size_t len, storh_err *err)
     base = base ? base + 1 : path;
     if (snprintf(tmp, sizeof tmp, "%s/.%s.%s.tmp", dir, base, hex) >= (int)sizeof tmp)
         return storh_err_set(err, STORH_EINVAL, "Path too long: %s", path);
-    if ((rc = fsx_write_synced(tmp, data, len, err)))
+    if ((rc = write_file2(tmp, head, hlen, data, len, true, err)))
         return rc;
     if ((rc = fsx_rename(tmp, path, true, err)))
         unlink(tmp);

@@ -46,6 +46,10 @@ int fsx_write_all(int fd, const void *data, size_t len);
 /* Atomic replace with storh's generic temp name
  * <dir>/.<basename>.<12hex>.tmp: write, fsync, rename, fsync dir. */
 int fsx_publish(const char *path, const void *data, size_t len, storh_err *err);
+/* fsx_publish of the bytes of head followed by those of data, written
+ * from where they are (no copy of the two into one buffer). */
+int fsx_publish2(const char *path, const void *head, size_t hlen, const void *data, size_t len,
+                 storh_err *err);
 /* snprintf into a PATH_MAX buffer; STORH_EINVAL if the path would not fit. */
 int fsx_pathf(char *out, storh_err *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -14,6 +14,7 @@
 #include "estats.h"
 #include "frame.h"
 #include "fsx.h"
+#include "sjson.h"
 
 #define STAGE_PREFIX "queue.batch-"
 #define STAGE_PREFIX_LEN 12
@@ -25,21 +26,21 @@ typedef struct stage {
     size_t start; /* where the events begin in b */
 } stage;
 
+/* The stage: its header line, then the events written from where they
+ * are (a batch's bytes are not copied to go with the header). */
 static int publish(const char *path, uint64_t off, const char *bytes, size_t len, storh_err *err)
 {
     json_t *h = json_pack("{sIsI}", "offset", (json_int_t)off, "length", (json_int_t)len);
-    char *hs = h ? json_dumps(h, JSON_COMPACT) : NULL;
+    buf head = BUF_INIT;
+    int rc =
+        h ? sjson_encode(&head, h, 0, err) : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     json_decref(h);
-    buf b = BUF_INIT;
-    if (hs) {
-        buf_appends(&b, hs);
-        buf_appendc(&b, '\n');
-        buf_append(&b, bytes, len);
-    }
-    free(hs);
-    int rc = !hs || buf_failed(&b) ? storh_err_set(err, STORH_ENOMEM, "Out of memory.")
-                                   : fsx_publish(path, b.data, b.len, err);
-    buf_free(&b);
+    buf_appendc(&head, '\n');
+    if (!rc && buf_failed(&head))
+        rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    if (!rc)
+        rc = fsx_publish2(path, head.data, head.len, bytes, len, err);
+    buf_free(&head);
     return rc;
 }
 
