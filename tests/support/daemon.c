@@ -1,6 +1,7 @@
 #include "daemon.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -38,6 +39,48 @@ static bool healthy(const char *base)
               curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code == 200;
     curl_easy_cleanup(c);
     return ok;
+}
+
+/* Whether the socket listening on 127.0.0.1:port is one of pid's: 1 yes,
+ * 0 another process's (two tests were handed the same free port and the
+ * other's storhd answered our /healthz), -1 unknown (no /proc). */
+static int listener_is(pid_t pid, int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    unsigned long inode = 0;
+    while (!inode && fgets(line, sizeof line, f)) {
+        unsigned lport, st;
+        unsigned long ino;
+        /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+        if (sscanf(line, " %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*d %*d %lu", &lport, &st,
+                   &ino) == 3 &&
+            (int)lport == port && st == 0x0A)
+            inode = ino;
+    }
+    fclose(f);
+    if (!inode)
+        return -1;
+    char want[64], dir[64];
+    snprintf(want, sizeof want, "socket:[%lu]", inode);
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    DIR *dd = opendir(dir);
+    if (!dd)
+        return -1;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(dd)) != NULL;) {
+        char p[300], t[64];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(p, t, sizeof t - 1);
+        if (n > 0) {
+            t[n] = '\0';
+            found = !strcmp(t, want);
+        }
+    }
+    closedir(dd);
+    return found;
 }
 
 int daemon_start(daemon_proc *d, const char *root, const char *const *extra)
@@ -108,7 +151,9 @@ int daemon_start(daemon_proc *d, const char *root, const char *const *extra)
             _exit(127);
         }
         for (int i = 0; i < tries; i++) {
-            if (healthy(d->base))
+            /* without a wrapper (which may serve from a child) the storhd
+             * that answers must be ours, not another test's on our port */
+            if (healthy(d->base) && (nw || listener_is(d->pid, d->port) != 0))
                 return 0;
             int st;
             if (waitpid(d->pid, &st, WNOHANG) == d->pid)
