@@ -387,6 +387,7 @@ void queue_close(queue *q)
     own_clear(q);
     free(q->own);
     buf_free(&q->ev);
+    buf_free(&q->batch);
     free(q->bad);
     pthread_mutex_destroy(&q->mu);
     free(q);
@@ -406,7 +407,11 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
         pthread_mutex_unlock(&q->mu);
         return rc;
     }
-    buf lines = BUF_INIT;
+    /* the queue's buffer, kept between operations: a batch's lines go
+     * into memory the last batch already touched */
+    buf lines = q->batch;
+    q->batch = (buf)BUF_INIT;
+    buf_reset(&lines);
     gcommit_ticket t = {0, 0};
     rc = gcommit_check(&q->gc, err);
     if (!rc)
@@ -453,12 +458,20 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
     }
     own_clear(q);
     fsx_lock_release(&q->lock);
-    if (!rc && lines.len)
+    bool wrote = lines.len > 0;
+    /* handed back before gcommit_wait, which lets other operations in (one
+     * of which may have handed back its own meanwhile: the larger stays) */
+    if (lines.cap > QUEUE_BATCH_KEEP || lines.cap <= q->batch.cap) {
+        buf_free(&lines);
+    } else {
+        buf_free(&q->batch);
+        q->batch = lines;
+    }
+    if (!rc && wrote)
         rc = gcommit_wait(&q->gc, t, err);
     if (!rc && stage[0]) /* durable in the log: the stage has done its work */
         qstage_remove(stage);
     pthread_mutex_unlock(&q->mu);
-    buf_free(&lines);
     return rc;
 }
 

@@ -19,6 +19,9 @@
 
 enum { JOB_GONE = 0, JOB_PENDING, JOB_PROCESSING, JOB_DONE };
 
+/* The most an operation's line buffer keeps between operations. */
+#define QUEUE_BATCH_KEEP ((size_t)4 << 20)
+
 /* A job's payload is held one of two ways: as the canonical bytes of an
  * object (raw: what its enqueue line carried, reccanon.h), which a claim
  * copies as they are, or as a tree (payload) for any other payload. */
@@ -69,7 +72,9 @@ struct queue {
     struct own_event *own;
     size_t nown, capown, nevents;
     bool own_failed;
-    buf ev; /* scratch: the event being encoded */
+    buf ev;    /* scratch: the event being encoded */
+    buf batch; /* an operation's lines: the last one's memory, kept (up to
+                * QUEUE_BATCH_KEEP bytes) for the next; used under mu */
     /* the text of the latest event ts (a batch's events share theirs) */
     int64_t ts_of;
     char ts_text[24];
