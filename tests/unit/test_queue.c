@@ -10,16 +10,13 @@
 #include "qstage.h"
 #include "queue.h"
 #include "sjson.h"
+#include "../support/queuekit.h"
 
 static char root[PATH_MAX];
 
 static queue *open_q(const char *name)
 {
-    queue *q = NULL;
-    storh_err err;
-    if (queue_open(root, name, true, &q, &err))
-        fprintf(stderr, "open %s: %s\n", name, err.msg);
-    return q;
+    return queuekit_open(root, name);
 }
 
 #include "../support/js.h"

@@ -11,6 +11,7 @@
 #include "fsx.h"
 #include "queue.h"
 #include "sjson.h"
+#include "../support/queuekit.h"
 
 static char root[PATH_MAX];
 
@@ -18,11 +19,7 @@ static char root[PATH_MAX];
 
 static queue *open_q(const char *name)
 {
-    queue *q = NULL;
-    storh_err err;
-    if (queue_open(root, name, true, &q, &err))
-        fprintf(stderr, "open %s: %s\n", name, err.msg);
-    return q;
+    return queuekit_open(root, name);
 }
 
 /* The JSON of each event of a queue's log, its ts cut (the two paths may
@@ -282,59 +279,48 @@ static int php(const char *name, const char *what, const char *out)
     return system(cmd);
 }
 
-/* PHP storh enqueues (its lines: payloads kept as bytes where canonical);
- * storhd's answer to a claim is byte for byte PHP's own answer to a claim
- * of the same log. And PHP claims what storhd's byte path enqueued. */
+/* PHP storh claims a copy of queue name, storhd claims the queue itself:
+ * storhd's answer must be byte for byte PHP's json_encode of its own. */
+static void claims_as_php(const char *name, size_t want_n)
+{
+    char out[PATH_MAX], cmd[PATH_MAX * 3], copy[128];
+    snprintf(copy, sizeof copy, "%s-php", name);
+    snprintf(out, sizeof out, "%s/%s.json", root, copy);
+    snprintf(cmd, sizeof cmd, "cp -r '%s/%s' '%s/%s'", root, name, root, copy);
+    CHECK_INT(system(cmd), 0);
+    CHECK_INT(php(copy, "claim", out), 0);
+    buf want = BUF_INIT, all = BUF_INIT;
+    CHECK_INT(fsx_read_all(out, &want, NULL), 0);
+    queue *q = open_q(name);
+    size_t n;
+    char *got = claim_bytes(q, 1000, &n);
+    CHECK_INT(n, want_n);
+    buf_appendc(&all, '[');
+    buf_appends(&all, got ? got : "");
+    buf_appendc(&all, ']');
+    CHECK_STR(all.data, want.data ? want.data : "");
+    free(got);
+    buf_free(&all);
+    buf_free(&want);
+    queue_close(q);
+}
+
+/* PHP storh enqueues (its lines: payloads kept as bytes where canonical)
+ * and storhd's claim answers as PHP's; and the same for what storhd's byte
+ * path enqueued. */
 TEST(php_storh_lines_claimed_as_php_claims_them)
 {
     if (!getenv("STORH_PHP_DIR")) {
         CHECK(!"STORH_PHP_DIR names the PHP storh checkout");
         return;
     }
-    char out[PATH_MAX], cmd[PATH_MAX * 3];
-    snprintf(out, sizeof out, "%s/php.json", root);
     CHECK_INT(php("fromphp", "enqueue", NULL), 0);
-    snprintf(cmd, sizeof cmd, "cp -r '%s/fromphp' '%s/fromphp2'", root, root);
-    CHECK_INT(system(cmd), 0);
-    CHECK_INT(php("fromphp2", "claim", out), 0);
-    buf want = BUF_INIT;
-    CHECK_INT(fsx_read_all(out, &want, NULL), 0);
-    queue *q = open_q("fromphp");
-    size_t n;
-    char *got = claim_bytes(q, 1000, &n);
-    CHECK_INT(n, 9);
-    buf all = BUF_INIT;
-    buf_appendc(&all, '[');
-    buf_appends(&all, got ? got : "");
-    buf_appendc(&all, ']');
-    CHECK_STR(all.data, want.data ? want.data : "");
-    free(got);
-    buf_free(&all);
-    buf_free(&want);
-    queue_close(q);
-
-    /* the other way: storhd's byte path writes, PHP claims */
-    q = open_q("fromstorhd");
-    queue *t = open_q("tree");
+    claims_as_php("fromphp", 9);
+    queue *q = open_q("fromstorhd"), *t = open_q("tree");
     enqueue_both(t, q, bodies[0]);
     queue_close(t);
     queue_close(q);
-    snprintf(out, sizeof out, "%s/php2.json", root);
-    snprintf(cmd, sizeof cmd, "cp -r '%s/fromstorhd' '%s/fromstorhd2'", root, root);
-    CHECK_INT(system(cmd), 0);
-    CHECK_INT(php("fromstorhd2", "claim", out), 0);
-    CHECK_INT(fsx_read_all(out, &want, NULL), 0);
-    q = open_q("fromstorhd");
-    got = claim_bytes(q, 1000, &n);
-    CHECK_INT(n, 6);
-    buf_appendc(&all, '[');
-    buf_appends(&all, got ? got : "");
-    buf_appendc(&all, ']');
-    CHECK_STR(all.data, want.data ? want.data : "");
-    free(got);
-    buf_free(&all);
-    buf_free(&want);
-    queue_close(q);
+    claims_as_php("fromstorhd", 6);
 }
 
 static const test_case tests[] = {
