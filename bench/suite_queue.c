@@ -119,7 +119,8 @@ static void check_rows(void)
  * claimMany(n), one completeMany() of every id; each call followed by its
  * limit, sized from the bytes the call appended. storhd's calls are the
  * byte path HTTP takes: the jobs read from the body's bytes, the claim
- * answered as bytes (tree_pass times the tree API). */
+ * answered as bytes, the complete's ids read from its body (tree_pass times
+ * the tree API). */
 static void bulk_pass(const harness_opts *o, int k, double op[3][BULK_PASSES],
                       double lim[3][BULK_PASSES], double plain[BULK_PASSES])
 {
@@ -171,20 +172,30 @@ static void bulk_pass(const harness_opts *o, int k, double op[3][BULK_PASSES],
     lim[1][k] = append_fsync_secs(lfd, b, (size_t)(end - at));
     free(b);
 
-    json_t *idl = json_array();
-    for (long i = 0; i < n; i++)
-        json_array_append_new(idl, json_stringn_nocheck(ids[i], UUID7_LEN));
+    /* the body a client sends to complete them all */
+    buf idb = BUF_INIT;
+    buf_appends(&idb, "{\"ids\":[");
+    for (long i = 0; i < n; i++) {
+        buf_append(&idb, i ? ",\"" : "\"", i ? 2 : 1);
+        buf_append(&idb, ids[i], UUID7_LEN);
+        buf_appendc(&idb, '"');
+    }
+    buf_appends(&idb, "]}");
     free(ids);
     size_t done;
     at = end;
     t = harness_now();
-    if (queue_complete_many(q, idl, true, &done, &err))
+    queue_ids qi = QUEUE_IDS_INIT;
+    if (!queue_ids_read(idb.data, idb.len, &qi) || qi.n != (size_t)n)
+        harness_die("completeMany: the body is not read as ids", NULL);
+    if (queue_complete_ids(q, &qi, true, &done, &err))
         harness_die("completeMany", &err);
     op[2][k] = harness_now() - t;
+    queue_ids_free(&qi);
+    buf_free(&idb);
     b = log_bytes(o->work, name, at, end = log_size(o->work, name));
     lim[2][k] = append_fsync_secs(lfd, b, (size_t)(end - at));
     free(b);
-    json_decref(idl);
     queue_close(q);
     close(lfd);
     close(pfd);
@@ -355,7 +366,8 @@ void suite_queue(const harness_opts *o, bench_result *r)
         "enqueueMany() of every job: the body's bytes built per row and read as jobs (the byte "
         "path of POST /v1/queues/{q}/jobs)",
         "claimMany(n), one call: the answer's bytes (the byte path of POST .../claim)",
-        "completeMany() of every id, one call"};
+        "completeMany() of every id, one call: the ids read from the body's bytes (the byte "
+        "path of POST .../complete)"};
     static const char *const lnames[3] = {"limit.queue_enqueue_many", "limit.queue_claim_many",
                                           "limit.queue_complete_many"};
     static const char *const llabels[3] = {

@@ -642,7 +642,8 @@ int queue_claim(queue *q, size_t limit, json_t **jobs, storh_err *err)
 }
 
 typedef struct complete_arg {
-    const json_t *ids;
+    const char *const *ids; /* n ids of UUID7_LEN bytes (not NUL-ended) */
+    size_t nids;
     bool keep;
     size_t n;
 } complete_arg;
@@ -650,21 +651,16 @@ typedef struct complete_arg {
 static int do_complete(queue *q, void *a, buf *lines, storh_err *err)
 {
     complete_arg *c = a;
-    size_t i;
-    json_t *v;
-    json_array_foreach (c->ids, i, v) {
-        const char *id = json_string_value(v);
-        if (!id || !uuid7_is_valid(id, json_string_length(v)))
-            return storh_err_set(err, STORH_EINVAL, "Id %zu: Invalid UUIDv7 value.", i);
-    }
     int64_t ts = queue__now_s();
     /* a job completed twice in the batch is skipped: its events are applied
      * after the batch is written, so the job carries the batch's mark */
     uint64_t mark = ++q->st.mark;
-    buf_reserve(lines, json_array_size(c->ids) * 96);
+    buf_reserve(lines, c->nids * 96);
     const char *extra = c->keep ? ",\"done\":true" : ",\"done\":false";
-    json_array_foreach (c->ids, i, v) {
-        const char *id = json_string_value(v);
+    for (size_t i = 0; i < c->nids; i++) {
+        char id[UUID7_LEN + 1];
+        memcpy(id, c->ids[i], UUID7_LEN);
+        id[UUID7_LEN] = '\0';
         job *j = idmap_get(&q->st.jobs, id);
         if (!j || j->state != JOB_PROCESSING || j->mark == mark)
             continue;
@@ -675,14 +671,43 @@ static int do_complete(queue *q, void *a, buf *lines, storh_err *err)
     return 0;
 }
 
+/* Completes n ids already checked valid. */
+static int complete_checked(queue *q, const char *const *ids, size_t n, bool keep_done,
+                            size_t *completed, storh_err *err)
+{
+    complete_arg a = {ids, n, keep_done, 0};
+    int rc = queue__with_lock(q, do_complete, &a, err);
+    *completed = rc ? 0 : a.n;
+    return rc;
+}
+
+int queue_complete_ids(queue *q, const queue_ids *ids, bool keep_done, size_t *completed,
+                       storh_err *err)
+{
+    /* queue_ids_read checked each id */
+    return complete_checked(q, ids->v, ids->n, keep_done, completed, err);
+}
+
 int queue_complete_many(queue *q, const json_t *ids, bool keep_done, size_t *completed,
                         storh_err *err)
 {
+    *completed = 0;
     if (!json_is_array(ids))
         return storh_err_set(err, STORH_EINVAL, "Ids must be a JSON array of strings.");
-    complete_arg a = {ids, keep_done, 0};
-    int rc = queue__with_lock(q, do_complete, &a, err);
-    *completed = rc ? 0 : a.n;
+    size_t n = json_array_size(ids);
+    const char **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(ids, i);
+        v[i] = json_string_value(e);
+        if (!v[i] || !uuid7_is_valid(v[i], json_string_length(e))) {
+            free(v);
+            return storh_err_set(err, STORH_EINVAL, "Id %zu: Invalid UUIDv7 value.", i);
+        }
+    }
+    int rc = complete_checked(q, v, n, keep_done, completed, err);
+    free(v);
     return rc;
 }
 

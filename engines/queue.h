@@ -99,6 +99,24 @@ int queue_claim_bytes(queue *q, size_t limit, buf *out, size_t *n, storh_err *er
  * *completed counts the jobs completed. */
 int queue_complete_many(queue *q, const json_t *ids, bool keep_done, size_t *completed,
                         storh_err *err);
+/* Reads a complete's body {"ids":["<id>",...]} (other members ignored)
+ * when it is in canonical form and every id is a valid UUIDv7: true, and
+ * ids lists them, pointing into body. False otherwise: decode the body
+ * (the tree path gives the error). Free ids with queue_ids_free. */
+typedef struct queue_ids {
+    const char **v; /* UUID7_LEN bytes each, not NUL-ended */
+    size_t n, cap;
+    bool seen, bad; /* scratch of queue_ids_read */
+} queue_ids;
+#define QUEUE_IDS_INIT                                                                             \
+    {                                                                                              \
+        0                                                                                          \
+    }
+bool queue_ids_read(const char *body, size_t len, queue_ids *ids);
+void queue_ids_free(queue_ids *ids);
+/* queue_complete_many of the ids queue_ids_read read (its body alive). */
+int queue_complete_ids(queue *q, const queue_ids *ids, bool keep_done, size_t *completed,
+                       storh_err *err);
 /* Requeues processing jobs claimed at least timeout_s seconds ago. */
 int queue_requeue_timed_out(queue *q, int64_t timeout_s, size_t *n, storh_err *err);
 /* Purges done jobs completed at least older_than_s seconds ago (<= 0: all). */

@@ -1,7 +1,8 @@
 /* queue_bytes: the queue's byte path. An enqueue whose body is in canonical
  * form (reccanon.h) is read as spans of that body and its payloads go into
  * the log lines and the state as those bytes; a claim appends its answer's
- * bytes from the state without building trees. Whatever is not canonical
+ * bytes from the state without building trees; a complete's ids are read
+ * as spans of its body. Whatever is not canonical
  * goes the tree path (queue.c), which gives the same lines, state and
  * answers: these functions are its fast forms, not new semantics. */
 #include "queue.h"
@@ -73,6 +74,54 @@ void queue_jobs_free(queue_jobs *js)
 {
     free(js->v);
     *js = (queue_jobs)QUEUE_JOBS_INIT;
+}
+
+/* The ids list of a complete's body: "<36>" items only. */
+static void ids_member(const char *key, size_t klen, const char *val, size_t vlen, void *ctx)
+{
+    queue_ids *qi = ctx;
+    if (klen != 3 || memcmp(key, "ids", 3))
+        return;
+    qi->seen = true;
+    const char *p = val + 1, *end = val + vlen - 1; /* inside [ ] */
+    if (*val != '[') {
+        qi->bad = true;
+        return;
+    }
+    while (!qi->bad && p < end) {
+        if (end - p < UUID7_LEN + 2 || *p != '"' || p[UUID7_LEN + 1] != '"' ||
+            !uuid7_is_valid(p + 1, UUID7_LEN)) {
+            qi->bad = true;
+            break;
+        }
+        if (qi->n == qi->cap) {
+            size_t cap = qi->cap ? qi->cap * 2 : 64;
+            const char **v = realloc(qi->v, cap * sizeof *v);
+            if (!v) {
+                qi->bad = true;
+                break;
+            }
+            qi->v = v;
+            qi->cap = cap;
+        }
+        qi->v[qi->n++] = p + 1;
+        p += UUID7_LEN + 2;
+        if (p < end && *p++ != ',')
+            qi->bad = true;
+    }
+}
+
+bool queue_ids_read(const char *body, size_t len, queue_ids *qi)
+{
+    qi->n = 0;
+    qi->seen = qi->bad = false;
+    return reccanon_value_members(body, len, ids_member, qi) && qi->seen && !qi->bad;
+}
+
+void queue_ids_free(queue_ids *qi)
+{
+    free(qi->v);
+    *qi = (queue_ids)QUEUE_IDS_INIT;
 }
 
 /* ---------- enqueue ---------- */

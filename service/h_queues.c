@@ -160,7 +160,8 @@ int h_queues_claim(http_req *req)
     return claim_work(req);
 }
 
-static int complete_ids(http_req *req, json_t *ids)
+/* Completes the ids read from a body in canonical form. */
+static int complete_ids(http_req *req, const queue_ids *ids)
 {
     bool keep;
     storh_err perr;
@@ -169,33 +170,58 @@ static int complete_ids(http_req *req, json_t *ids)
     queue *q = queue_for(req, false, false);
     if (!q)
         return 0;
-    size_t n;
+    size_t done;
     storh_err err;
-    if (queue_complete_many(q, ids, keep, &n, &err))
+    if (queue_complete_ids(q, ids, keep, &done, &err))
         return http_reply_storh(req, &err);
-    return http_reply_owned(req, 200, json_pack("{sI}", "completed", (json_int_t)n));
+    return http_reply_owned(req, 200, json_pack("{sI}", "completed", (json_int_t)done));
+}
+
+/* Completes the ids of a decoded body (queue_complete_many checks them). */
+static int complete_tree(http_req *req, const json_t *ids)
+{
+    bool keep;
+    storh_err err;
+    if (reqparse_bool(req, "keep_done", true, &keep, &err))
+        return http_reply_storh(req, &err);
+    queue *q = queue_for(req, false, false);
+    if (!q)
+        return 0;
+    size_t done;
+    if (queue_complete_many(q, ids, keep, &done, &err))
+        return http_reply_storh(req, &err);
+    return http_reply_owned(req, 200, json_pack("{sI}", "completed", (json_int_t)done));
 }
 
 int h_queues_complete_one(http_req *req)
 {
+    /* NULL when the id is not UTF-8: queue_complete_many refuses it */
     json_t *ids = json_pack("[s]", http_param(req, "id"));
-    complete_ids(req, ids);
+    int rc = complete_tree(req, ids);
     json_decref(ids);
-    return 0;
+    return rc;
 }
 
 int h_queues_complete_many(http_req *req)
 {
+    /* a body in canonical form: its ids read as spans of its bytes */
+    const buf *b = http_body(req);
+    queue_ids qi = QUEUE_IDS_INIT;
+    if (queue_ids_read(b->data ? b->data : "", b->len, &qi)) {
+        int rc = complete_ids(req, &qi);
+        queue_ids_free(&qi);
+        return rc;
+    }
+    queue_ids_free(&qi);
     json_t *body = http_body_object(req);
     if (!body)
         return 0;
     json_t *ids = json_object_get(body, "ids");
-    if (!json_is_array(ids))
-        http_reply_error(req, 400, "Body: ids must be an array of job ids.");
-    else
-        complete_ids(req, ids);
+    int rc = json_is_array(ids)
+                 ? complete_tree(req, ids)
+                 : http_reply_error(req, 400, "Body: ids must be an array of job ids.");
     json_decref(body);
-    return 0;
+    return rc;
 }
 
 /* requeue {"timeout_seconds":N} and purge {"older_than_seconds":N} */

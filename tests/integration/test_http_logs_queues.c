@@ -292,9 +292,37 @@ TEST(queue_answers_do_not_depend_on_how_the_body_is_spelled)
         free(claims[i]);
         free(rest[i]);
     }
+    /* completes: the same ids spelled two ways, then bad ones */
+    static const char done_compact[] = "{\"ids\":[\"018bcfe5-6800-7000-8000-00000000000a\","
+                                       "\"018bcfe5-6802-7000-8000-00000000000c\","
+                                       "\"018bcfe5-6800-7000-8000-00000000000a\"]}";
+    static const char done_spaced[] = "{ \"ids\": [\"018bcfe5-6800-7000-8000-00000000000a\", "
+                                      "\"018bcfe5-6802-7000-8000-00000000000c\","
+                                      " \"018bcfe5-6800-7000-8000-00000000000a\"] }";
+    client_resp r = req("POST", "/v1/queues/compact/complete", "application/json", done_compact);
+    CHECK_STR(r.body, "{\"completed\":2}");
+    client_free(&r);
+    r = req("POST", "/v1/queues/spaced/complete", "application/json", done_spaced);
+    CHECK_STR(r.body, "{\"completed\":2}");
+    client_free(&r);
+    r = req("POST", "/v1/queues/compact/complete", "application/json",
+            "{\"ids\":[\"018bcfe5-6800-7000-8000-00000000000Z\"]}");
+    CHECK_INT(r.status, 400);
+    CHECK(r.body && strstr(r.body, "Id 0: Invalid UUIDv7 value.") != NULL);
+    client_free(&r);
+    r = req("POST", "/v1/queues/compact/complete", "application/json", "{\"ids\":7}");
+    CHECK_INT(r.status, 400);
+    CHECK(r.body && strstr(r.body, "ids must be an array") != NULL);
+    client_free(&r);
+    r = req("POST", "/v1/queues/missing/complete", "application/json", done_compact);
+    CHECK_INT(r.status, 404);
+    client_free(&r);
+    r = req("GET", "/v1/queues/compact", NULL, NULL);
+    CHECK_PREFIX(r.body, "{\"pending\":0,\"processing\":1,\"done\":2,");
+    client_free(&r);
     /* bad jobs in canonical form create no queue either */
-    client_resp r = req("POST", "/v1/queues/never/jobs", "application/json",
-                        "[{\"a\":1},{\"id\":\"018bcfe5-6800-7000-8000-00000000000Z\"}]");
+    r = req("POST", "/v1/queues/never/jobs", "application/json",
+            "[{\"a\":1},{\"id\":\"018bcfe5-6800-7000-8000-00000000000Z\"}]");
     CHECK_INT(r.status, 400);
     client_free(&r);
     r = req("GET", "/v1/queues/never", NULL, NULL);

@@ -240,6 +240,57 @@ TEST(bodies_not_in_canonical_form_are_left_to_the_tree_path)
     }
 }
 
+/* A complete's ids read from its body's bytes complete what the decoded
+ * body's do, with the same lines; other bodies are left to the tree path. */
+TEST(complete_ids_read_from_the_body_as_decoded)
+{
+    queue *tree = open_q("tree"), *bytes = open_q("bytes");
+    enqueue_both(tree, bytes, bodies[0]);
+    size_t n;
+    char *t = claim_tree(tree, 100), *b = claim_bytes(bytes, 100, &n);
+    free(t);
+    free(b);
+    static const char body[] = "{\"ids\":[\"018bcfe5-6800-7000-8000-00000000000a\","
+                               "\"018bcfe5-6802-7000-8000-00000000000c\","
+                               "\"018bcfe5-6800-7000-8000-00000000000a\","
+                               "\"018bcfe5-6900-7000-8000-00000000000f\"],\"other\":1}";
+    queue_ids qi = QUEUE_IDS_INIT;
+    CHECK(queue_ids_read(body, strlen(body), &qi));
+    CHECK_INT(qi.n, 4);
+    size_t bn = 9, tn = 9;
+    CHECK_INT(queue_complete_ids(bytes, &qi, true, &bn, NULL), 0);
+    json_t *dec = js(body);
+    CHECK_INT(queue_complete_many(tree, json_object_get(dec, "ids"), true, &tn, NULL), 0);
+    CHECK_INT(bn, 2); /* twice named, counted once; unknown: not counted */
+    CHECK_INT(tn, bn);
+    json_decref(dec);
+    queue_ids_free(&qi);
+    char *te = masked(events_of("tree")), *be = masked(events_of("bytes"));
+    CHECK(te && be);
+    CHECK_STR(be, te);
+    free(te);
+    free(be);
+    static const char *const no[] = {
+        "{\"ids\": [\"018bcfe5-6800-7000-8000-00000000000a\"]}", /* whitespace */
+        "{\"ids\":[\"nope\"]}",
+        "{\"ids\":[7]}",
+        "{\"ids\":\"018bcfe5-6800-7000-8000-00000000000a\"}",
+        "{\"other\":[]}",
+        "[\"018bcfe5-6800-7000-8000-00000000000a\"]",
+        "",
+    };
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+        if (queue_ids_read(no[i], strlen(no[i]), &qi))
+            CHECK_STR(no[i], "(taken by the byte path)");
+        queue_ids_free(&qi);
+    }
+    CHECK(queue_ids_read("{\"ids\":[]}", 10, &qi));
+    CHECK_INT(qi.n, 0);
+    queue_ids_free(&qi);
+    queue_close(tree);
+    queue_close(bytes);
+}
+
 /* ---- PHP storh's lines (STORH_PHP_DIR) ---- */
 
 static const char php_script[] =
@@ -327,6 +378,7 @@ static const test_case tests[] = {
     TEST_ENTRY(byte_path_writes_and_answers_as_the_tree_path),
     TEST_ENTRY(replayed_payload_bytes_answer_as_trees_did),
     TEST_ENTRY(bodies_not_in_canonical_form_are_left_to_the_tree_path),
+    TEST_ENTRY(complete_ids_read_from_the_body_as_decoded),
 };
 
 /* run only when named: registered with -DSTORH_PHP_DIR */
