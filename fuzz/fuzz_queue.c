@@ -1,5 +1,6 @@
 /* libFuzzer: queue replay. The input becomes queue.log; the queue opens
- * (replaying it, cutting only a torn tail), verifies and claims. */
+ * (replaying it, cutting only a torn tail), verifies and claims (as trees,
+ * then as bytes). */
 #include <ftw.h>
 #include <limits.h>
 #include <stddef.h>
@@ -54,6 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *jobs = NULL;
         if (queue_claim(q, 3, &jobs, NULL) == 0)
             json_decref(jobs);
+        buf answer = BUF_INIT; /* the byte path's claim of the next ones */
+        size_t n;
+        queue_claim_bytes(q, 3, &answer, &n, NULL);
+        buf_free(&answer);
         queue_close(q);
     }
     unlink(log);

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh clang libclang-rt-14-dev >/dev/null
 CC=clang cmake -S . -B build/fuzz -DSTORHD_FUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-targets=${*:-fuzz_jsonc fuzz_frame fuzz_queue fuzz_query fuzz_route fuzz_jwt}
+targets=${*:-fuzz_jsonc fuzz_frame fuzz_queue fuzz_qbody fuzz_query fuzz_route fuzz_jwt}
 cmake --build build/fuzz -j"$(nproc)" --target $targets >/dev/null
 total=0
 failed=0
