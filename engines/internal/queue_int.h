@@ -19,8 +19,10 @@
 
 enum { JOB_GONE = 0, JOB_PENDING, JOB_PROCESSING, JOB_DONE };
 
-/* The most an operation's line buffer keeps between operations. */
-#define QUEUE_BATCH_KEEP ((size_t)4 << 20)
+/* The most an operation's line buffer keeps between operations: a typical
+ * batch's lines (1,000 jobs of 150 bytes), not a big one's, for every
+ * open queue of a many-tenant root. */
+#define QUEUE_BATCH_KEEP ((size_t)256 << 10)
 
 /* A job's payload is held one of two ways: as the canonical bytes of an
  * object (raw: what its enqueue line carried, reccanon.h), which a claim
