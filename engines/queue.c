@@ -158,6 +158,11 @@ static void own_clear(queue *q)
         json_decref(q->own[i].payload);
     q->nown = q->nevents = 0;
     q->own_failed = false;
+    if (q->capown > 1024) { /* a big batch's notes are not kept while the queue stays open */
+        free(q->own);
+        q->own = NULL;
+        q->capown = 0;
+    }
 }
 
 /* Applies the operation's events as noted, as queue__apply_bytes would
