@@ -51,26 +51,16 @@ json_t *harness_record(long i)
     return o;
 }
 
-/* The decimal digits of v (>= 0) appended. */
-static void append_uint(buf *out, uint64_t v)
-{
-    char t[24], *p = t + sizeof t;
-    do
-        *--p = (char)('0' + v % 10);
-    while ((v /= 10));
-    buf_append(out, p, (size_t)(t + sizeof t - p));
-}
-
 void harness_record_bytes(long i, buf *out)
 {
     buf_append(out, i % 2 ? "{\"kind\":\"post\"" : "{\"kind\":\"page\"", 14);
     buf_appends(out, i % 3 ? ",\"status\":\"published\",\"bucket\":"
                            : ",\"status\":\"draft\",\"bucket\":");
-    append_uint(out, (uint64_t)(i % 10));
+    buf_append_u64(out, (unsigned long long)(i % 10));
     buf_append(out, ",\"slug\":\"item-", 14);
-    append_uint(out, (uint64_t)i);
+    buf_append_u64(out, (unsigned long long)i);
     buf_append(out, "\",\"publishedAt\":", 16);
-    append_uint(out, (uint64_t)(HARNESS_BASE_MS + i));
+    buf_append_u64(out, (unsigned long long)(HARNESS_BASE_MS + i));
     buf_appendc(out, '}');
 }
 

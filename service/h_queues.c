@@ -160,25 +160,9 @@ int h_queues_claim(http_req *req)
     return claim_work(req);
 }
 
-/* Completes the ids read from a body in canonical form. */
-static int complete_ids(http_req *req, const queue_ids *ids)
-{
-    bool keep;
-    storh_err perr;
-    if (reqparse_bool(req, "keep_done", true, &keep, &perr))
-        return http_reply_storh(req, &perr);
-    queue *q = queue_for(req, false, false);
-    if (!q)
-        return 0;
-    size_t done;
-    storh_err err;
-    if (queue_complete_ids(q, ids, keep, &done, &err))
-        return http_reply_storh(req, &err);
-    return http_reply_owned(req, 200, json_pack("{sI}", "completed", (json_int_t)done));
-}
-
-/* Completes the ids of a decoded body (queue_complete_many checks them). */
-static int complete_tree(http_req *req, const json_t *ids)
+/* Completes the ids read from a body in canonical form (qi), or else those
+ * of a decoded body (ids; queue_complete_many checks them). */
+static int complete(http_req *req, const queue_ids *qi, const json_t *ids)
 {
     bool keep;
     storh_err err;
@@ -188,7 +172,8 @@ static int complete_tree(http_req *req, const json_t *ids)
     if (!q)
         return 0;
     size_t done;
-    if (queue_complete_many(q, ids, keep, &done, &err))
+    if (qi ? queue_complete_ids(q, qi, keep, &done, &err)
+           : queue_complete_many(q, ids, keep, &done, &err))
         return http_reply_storh(req, &err);
     return http_reply_owned(req, 200, json_pack("{sI}", "completed", (json_int_t)done));
 }
@@ -197,7 +182,7 @@ int h_queues_complete_one(http_req *req)
 {
     /* NULL when the id is not UTF-8: queue_complete_many refuses it */
     json_t *ids = json_pack("[s]", http_param(req, "id"));
-    int rc = complete_tree(req, ids);
+    int rc = complete(req, NULL, ids);
     json_decref(ids);
     return rc;
 }
@@ -208,7 +193,7 @@ int h_queues_complete_many(http_req *req)
     const buf *b = http_body(req);
     queue_ids qi = QUEUE_IDS_INIT;
     if (queue_ids_read(b->data ? b->data : "", b->len, &qi)) {
-        int rc = complete_ids(req, &qi);
+        int rc = complete(req, &qi, NULL);
         queue_ids_free(&qi);
         return rc;
     }
@@ -218,7 +203,7 @@ int h_queues_complete_many(http_req *req)
         return 0;
     json_t *ids = json_object_get(body, "ids");
     int rc = json_is_array(ids)
-                 ? complete_tree(req, ids)
+                 ? complete(req, NULL, ids)
                  : http_reply_error(req, 400, "Body: ids must be an array of job ids.");
     json_decref(body);
     return rc;
