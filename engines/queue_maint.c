@@ -1,6 +1,6 @@
-/* queue_maint: verify (bad lines, drift between the replayed and the
- * in-memory state) and repair (quarantine bad lines, rewrite the log,
- * requeue stuck jobs) of a queue. */
+/* queue_maint: counts and stats, verify (bad lines, drift between the
+ * replayed and the in-memory state) and repair (quarantine bad lines,
+ * rewrite the log, requeue stuck jobs) of a queue. */
 #include "queue.h"
 
 #include <errno.h>
@@ -17,6 +17,55 @@
 #include "gcommit.h"
 #include "idmap.h"
 #include "queue_int.h"
+
+/* ---------- counts ---------- */
+
+static int do_nothing(queue *q, void *a, buf *lines, storh_err *err)
+{
+    (void)q;
+    (void)a;
+    (void)lines;
+    (void)err;
+    return 0;
+}
+
+static json_t *counts_of(const qstate *s)
+{
+    return json_pack("{sIsIsI}", "pending", (json_int_t)s->pending, "processing",
+                     (json_int_t)s->processing, "done", (json_int_t)s->done);
+}
+
+int queue_counts(queue *q, json_t **out, storh_err *err)
+{
+    int rc = queue__with_lock(q, do_nothing, NULL, err);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&q->mu);
+    *out = counts_of(&q->st);
+    pthread_mutex_unlock(&q->mu);
+    return 0;
+}
+
+int queue_pending(queue *q, size_t *n, storh_err *err)
+{
+    int rc = queue__with_lock(q, do_nothing, NULL, err);
+    pthread_mutex_lock(&q->mu);
+    *n = q->st.pending;
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+int queue_stats(queue *q, json_t **out, storh_err *err)
+{
+    int rc = queue_counts(q, out, err);
+    if (rc)
+        return rc;
+    struct stat st;
+    json_object_set_new(*out, "bytes", json_integer(stat(q->log, &st) == 0 ? st.st_size : 0));
+    return 0;
+}
+
+/* ---------- verify ---------- */
 
 static bool job_equal(const job *a, const job *b)
 {
@@ -106,7 +155,7 @@ int queue_verify(queue *q, json_t **out, storh_err *err)
         queue__qstate_free(&fresh);
     }
     buf_free(&b);
-    json_t *stats = queue__counts_of(&q->st);
+    json_t *stats = counts_of(&q->st);
     struct stat st;
     json_object_set_new(stats, "bytes", json_integer(stat(q->log, &st) == 0 ? st.st_size : 0));
     fsx_lock_release(&q->lock);

@@ -1,7 +1,8 @@
 /* queue_int: the private layout of a queue (struct queue, its in-memory
  * job state) and the helpers its modules share: queue_state.c (the state
- * machine, no files), queue.c (open, replay, operations) and queue_maint.c
- * (verify, repair). Included only by those files. */
+ * machine, no files), queue.c (open, replay, operations), queue_bytes.c
+ * (the byte path) and queue_maint.c (counts, stats, verify, repair).
+ * Included only by those files. */
 #ifndef STORH_QUEUE_INT_H
 #define STORH_QUEUE_INT_H
 
@@ -144,6 +145,5 @@ typedef int (*queue_claim_fn)(const char *id, const job *j, void *ctx, storh_err
 int queue__claim_each(queue *q, buf *lines, size_t limit, queue_claim_fn fn, void *ctx, size_t *n,
                       storh_err *err);
 int queue__do_requeue(queue *q, void *a, buf *lines, storh_err *err);
-json_t *queue__counts_of(const qstate *s);
 
 #endif
