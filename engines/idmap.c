@@ -1,7 +1,9 @@
 #include "idmap.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "xxhash.h"
 
@@ -15,19 +17,54 @@ static unsigned char *slot(const idmap *m, size_t i)
     return m->slots + i * m->slot_size;
 }
 
+/* Tables of this many bytes or more are mapped whole, their pages made
+ * at once (MAP_POPULATE): a big calloc hands out fresh pages that read as
+ * the shared zero page, so a probe's read then a put's write fault each
+ * page twice, the second flushing the TLB of every CPU the process's
+ * threads run on; a table is written all over as it fills anyway. In the
+ * virtual machines measured here a fault costs about 12 us a page, a
+ * populated page about 7 (bench/NOTES.md). */
+#define TABLE_MAPPED (1u << 20)
+
+/* n slots of size bytes, zeroed; NULL on overflow or out of memory. Give
+ * it back with release(p, n * size). */
+static unsigned char *zeroed(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    size_t bytes = n * size;
+    if (bytes >= TABLE_MAPPED) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    unsigned char *p = malloc(bytes);
+    if (p) /* written, not calloc: see above (and malloc + memset is calloc to a compiler) */
+        explicit_bzero(p, bytes);
+    return p;
+}
+
+static void release(unsigned char *p, size_t bytes)
+{
+    if (p && bytes >= TABLE_MAPPED)
+        munmap(p, bytes);
+    else
+        free(p);
+}
+
 int idmap_init(idmap *m, size_t value_size)
 {
     memset(m, 0, sizeof *m);
     m->vsize = value_size;
     m->slot_size = VALUE_OFF + ((value_size + 7) & ~(size_t)7);
     m->cap = 64;
-    m->slots = calloc(m->cap, m->slot_size);
+    m->slots = zeroed(m->cap, m->slot_size);
     return m->slots ? 0 : -1;
 }
 
 void idmap_free(idmap *m)
 {
-    free(m->slots);
+    release(m->slots, m->cap * m->slot_size);
     memset(m, 0, sizeof *m);
 }
 
@@ -63,12 +100,12 @@ static size_t probe(const idmap *m, const char *key, bool *found)
     }
 }
 
-static int grow(idmap *m)
+/* Rehashes the live keys into cap slots (a power of two), dropping tombs. */
+static int rehash(idmap *m, size_t cap)
 {
-    size_t cap = (m->len * 2 + 2 > m->cap) ? m->cap * 2 : m->cap; /* else: just drop tombs */
     unsigned char *old = m->slots;
     size_t oldcap = m->cap;
-    m->slots = calloc(cap, m->slot_size);
+    m->slots = zeroed(cap, m->slot_size);
     if (!m->slots) {
         m->slots = old;
         return -1;
@@ -84,8 +121,21 @@ static int grow(idmap *m)
         memcpy(slot(m, j), s, m->slot_size);
         m->len++;
     }
-    free(old);
+    release(old, oldcap * m->slot_size);
     return 0;
+}
+
+static int grow(idmap *m)
+{
+    return rehash(m, (m->len * 2 + 2 > m->cap) ? m->cap * 2 : m->cap); /* else: just drop tombs */
+}
+
+int idmap_reserve(idmap *m, size_t n)
+{
+    size_t cap = m->cap;
+    while ((n + 1) * 4 > cap * 3) /* the load idmap_put keeps */
+        cap *= 2;
+    return cap == m->cap ? 0 : rehash(m, cap);
 }
 
 void *idmap_get(const idmap *m, const char *key)

@@ -119,9 +119,13 @@ static int ent_cmp(const void *a, const void *b, void *arena)
 {
     const recfile_ent *x = a, *y = b;
     const char *ar = arena;
-    int c = strcmp(ar + x->key, ar + y->key); /* byte order, as PHP strcmp */
+    /* byte order, as PHP strcmp (a name holds no NUL: memcmp of the
+     * common length, then the shorter first) */
+    int c = memcmp(ar + x->key, ar + y->key, x->klen < y->klen ? x->klen : y->klen);
     if (c)
         return c;
+    if (x->klen != y->klen)
+        return x->klen < y->klen ? -1 : 1;
     return x->order < y->order ? -1 : x->order > y->order;
 }
 

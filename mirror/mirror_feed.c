@@ -59,6 +59,7 @@ struct mfeed {
     mmemo *memo;
     char data[PATH_MAX]; /* data/ */
     bool listed;         /* l, datafd and datalen are made (list_rc: how) */
+    bool reserve;        /* the memo's room for the listing is still to make */
     int list_rc;
     storh_err list_err;
     recfile_list l;
@@ -66,6 +67,7 @@ struct mfeed {
     size_t datalen; /* strlen of data/'s path, as the listing's paths begin */
     size_t next;    /* the listing entry the reader takes next */
     long unchanged; /* records known unchanged (their rows marked seen) */
+    storh_err err;  /* the reader's, until the push takes the item MFEED_ERR */
     bool done;      /* the reader handed out its last item */
     mfeed_item ring[RING];
     /* the thread: head = items made, tail = items the push let go; the
@@ -160,6 +162,13 @@ static bool keep_file(void *p, int dirfd, const char *name, size_t klen)
     return true;
 }
 
+static void reserve_memo(mfeed *f)
+{
+    if (f->reserve)
+        mmemo_reserve(f->memo, f->l.n);
+    f->reserve = false;
+}
+
 /* Lists data/ (the reader's, or the push's without a thread). */
 static void list(mfeed *f)
 {
@@ -172,6 +181,12 @@ static void list(mfeed *f)
     }
     f->datalen = strlen(f->data);
     f->datafd = f->l.n ? open(f->data, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    /* a first walk puts every record in the memo: room made at once, not a
+     * doubling per power of two; by the reader once its first items are
+     * out, so that the push inserts while the table's pages are made */
+    f->reserve = f->memo != NULL;
+    if (!f->threaded)
+        reserve_memo(f);
 }
 
 /* The row of entry i from the docstore's record cache when it holds the
@@ -186,14 +201,14 @@ static bool from_cache(mfeed *f, size_t i, const char *key, bool uuid, mfeed_ite
     if (!uuid || recfile_list_path(&f->l, i, path) != 0 ||
         !docstore_cached_file(f->ds, key, path, f->looked++ % FEED_DRAIN == 0, &b, st))
         return false;
-    int rc = mirror__row_bytes(f->m, f->c, &it->r, key, b->data, b->len, &it->err);
+    int rc = mirror__row_bytes(f->m, f->c, &it->r, key, b->data, b->len, &f->err);
     rcache_blob_release(b);
     return rc == 0;
 }
 
 /* The row of entry i read from its file (its state into *st): 0 made, 1
  * skip it (a name too long to open, as the stream), STORH_ENOTFOUND
- * (deleted since the listing), else an error (it->err). */
+ * (deleted since the listing), else an error (f->err). */
 static int from_file(mfeed *f, size_t i, const char *key, mfeed_item *it, struct stat *st)
 {
     char path[PATH_MAX];
@@ -202,11 +217,11 @@ static int from_file(mfeed *f, size_t i, const char *key, mfeed_item *it, struct
     if (!rel && recfile_list_path(&f->l, i, path) != 0)
         return 1;
     int rc =
-        mirror__row_file(f->m, f->c, &it->r, rel ? f->datafd : AT_FDCWD, path, key, st, &it->err);
+        mirror__row_file(f->m, f->c, &it->r, rel ? f->datafd : AT_FDCWD, path, key, st, &f->err);
     if (rc && rc != STORH_ENOTFOUND && rel) { /* the message names the file under data/ */
-        char msg[sizeof it->err.msg];
-        memcpy(msg, it->err.msg, sizeof msg);
-        storh_err_set(&it->err, rc, "%s (under %s)", msg, f->data);
+        char msg[sizeof f->err.msg];
+        memcpy(msg, f->err.msg, sizeof msg);
+        storh_err_set(&f->err, rc, "%s (under %s)", msg, f->data);
     }
     return rc;
 }
@@ -221,7 +236,7 @@ static void produce(mfeed *f, mfeed_item *it)
     if (f->list_rc) {
         it->kind = MFEED_ERR;
         it->rc = f->list_rc;
-        it->err = f->list_err;
+        f->err = f->list_err;
         return;
     }
     while (f->next < f->l.n) {
@@ -298,6 +313,7 @@ static void *reader(void *p)
         pthread_mutex_unlock(&f->mu);
         if (last)
             return NULL;
+        reserve_memo(f);
     }
 }
 
@@ -378,6 +394,16 @@ mfeed_item *mirror__feed_next(mfeed *f)
     f->holding = true;
     f->done = it->kind == MFEED_END || it->kind == MFEED_ERR;
     return it;
+}
+
+size_t mirror__feed_listed(const mfeed *f)
+{
+    return f->l.n; /* made before the reader's first item is published */
+}
+
+const storh_err *mirror__feed_error(const mfeed *f)
+{
+    return &f->err;
 }
 
 long mirror__feed_close(mfeed *f)

@@ -223,14 +223,18 @@ static int push_docs(push_ctx *x, mfeed *f, storh_err *err)
 {
     int rc = 0;
     mirror__feed_start(f);
-    while (!rc) {
+    for (bool first = true; !rc; first = false) {
         mfeed_item *it = mirror__feed_next(f);
+        /* room for every row the listing may write, made once: doubling
+         * the buffer touched twice its size in fresh pages */
+        if (first && x->keepable)
+            buf_reserve(&x->wrote, mirror__feed_listed(f) * (IDMAP_KEY + 32));
         if (it->kind == MFEED_END)
             break;
         if (it->kind == MFEED_ERR) {
             rc = it->rc;
             if (err)
-                *err = it->err;
+                *err = *mirror__feed_error(f);
         } else {
             mrow tmp = x->pend[x->npend]; /* the row moves to pend, buffers and all */
             x->pend[x->npend] = it->r;
@@ -400,7 +404,8 @@ static void kept_put(push_ctx *x, long long version)
     while (idmap_next(&x->rows, &pos, &id, &v))
         if (!((have_row *)v)->seen)
             idmap_del(&x->rows, id); /* a delete only marks its slot */
-    bool ok = x->keepable && !buf_failed(&x->wrote);
+    bool ok = x->keepable && !buf_failed(&x->wrote) &&
+              idmap_reserve(&x->rows, x->rows.len + x->wrote.len / (IDMAP_KEY + 32)) == 0;
     for (size_t at = 0; ok && at < x->wrote.len; at += IDMAP_KEY + 32) {
         char key[IDMAP_KEY + 1];
         memcpy(key, x->wrote.data + at, IDMAP_KEY);
@@ -621,8 +626,8 @@ static int flush_one(mirror *m, const mirror_coll *c, const mirror_source *src, 
         return 0;
     if (have[0] && (rc = mdriver_exec(m->db, del, &p1, 1, err)))
         return rc;
-    mparam p[MROW_TYPED + 3];
-    if (ins->ncols > MROW_TYPED + 3)
+    mparam p[FLUSH_COLS];
+    if (ins->ncols > FLUSH_COLS)
         return storh_err_set(err, STORH_EINVAL, "Too many typed columns.");
     int np = mirror__row_params(m, c, r, p);
     return mdriver_exec(m->db, ins->sql.data, p, np, err);

@@ -54,6 +54,12 @@ void mmemo_put(mmemo *m, const char *id, const struct stat *st, const char *hash
     memcpy(e->hash, hash, sizeof e->hash);
 }
 
+void mmemo_reserve(mmemo *m, size_t n)
+{
+    if (ready(m))
+        idmap_reserve(&m->map, n < MMEMO_MAX ? n : MMEMO_MAX);
+}
+
 void mmemo_forget(mmemo *m, const char *id)
 {
     if (m->ready)

@@ -33,6 +33,10 @@ const char *mmemo_hash(mmemo *m, const char *id, const struct stat *st);
  * Out of memory or over MMEMO_MAX only forgets. */
 void mmemo_put(mmemo *m, const char *id, const struct stat *st, const char *hash);
 void mmemo_forget(mmemo *m, const char *id);
+/* Room for n records, made at once before a walk that will put about
+ * that many (a first push), instead of growing a power of two at a time;
+ * out of memory leaves the puts to grow it. */
+void mmemo_reserve(mmemo *m, size_t n);
 /* A full walk: mmemo_walk_begin, mmemo_hash or mmemo_put for each record
  * found, then mmemo_walk_end drops every id the walk did not see (deleted
  * records, or changed and not read again). */

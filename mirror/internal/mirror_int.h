@@ -24,7 +24,11 @@
 
 #define DELETE_CHUNK 500
 #define INSERT_BATCH 100 /* rows per multi-row INSERT */
-#define MROW_TYPED 64    /* typed columns a row takes from canonical bytes */
+/* typed columns a row takes from canonical bytes (a table with more
+ * decodes each record: a push's ring holds a thousand rows, so a row stays
+ * small) */
+#define MROW_TYPED 16
+#define FLUSH_COLS 67 /* columns a flush binds: id, hash, 64 typed, data */
 
 typedef struct row_stmt {
     buf sql;
@@ -72,15 +76,15 @@ typedef struct mkept {
 } mkept;
 
 /* An item of a push's feed (mirror_feed.c): a record's row, the end, or
- * an error (rc, err). have: the table's row of the record's id, NULL when
- * none (or not a 36-byte id). */
+ * an error (rc; its message is mirror__feed_error's: the walk ends at its
+ * first error). have: the table's row of the record's id, NULL when none
+ * (or not a 36-byte id). */
 typedef enum { MFEED_ROW, MFEED_END, MFEED_ERR } mfeed_kind;
 typedef struct mfeed_item {
     mfeed_kind kind;
+    int rc;
     have_row *have;
     mrow r;
-    int rc;
-    storh_err err;
 } mfeed_item;
 typedef struct mfeed mfeed;
 
@@ -118,6 +122,10 @@ void mirror__feed_start(mfeed *f);
 /* The next item, the push's until the next call (the end repeats). A
  * record known unchanged is no item: the feed marks its row seen. */
 mfeed_item *mirror__feed_next(mfeed *f);
+/* The records the feed's listing holds, once it gave its first item. */
+size_t mirror__feed_listed(const mfeed *f);
+/* The error of the item MFEED_ERR the feed gave. */
+const storh_err *mirror__feed_error(const mfeed *f);
 /* Stops the reader and frees the feed: the records it knew unchanged. */
 long mirror__feed_close(mfeed *f);
 

@@ -1,7 +1,8 @@
 /* test_idmap: the open-addressing map from UUID text to fixed-size values
  * (round trips, values zeroed on insert, keys that collide on one slot and
- * deletes in the middle of their probe chain, growth, churn that drops
- * tombstones instead of growing, iteration and clear). */
+ * deletes in the middle of their probe chain, growth, room reserved at
+ * once (a table big enough to be mapped), churn that drops tombstones
+ * instead of growing, iteration and clear). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -170,6 +171,68 @@ TEST(grows_past_three_quarters_and_keeps_every_value)
     idmap_free(&m);
 }
 
+TEST(reserve_makes_room_once_and_keeps_every_value)
+{
+    idmap m;
+    CHECK_INT(idmap_init(&m, sizeof(val)), 0);
+    char k[IDMAP_KEY + 1];
+    for (unsigned long i = 0; i < 100; i++) {
+        key(k, i);
+        ((val *)idmap_put(&m, k, NULL))->n = i + 1;
+    }
+    size_t cap = m.cap;
+    CHECK_INT(idmap_reserve(&m, 50), 0); /* fewer than it holds: nothing to do */
+    CHECK_INT(m.cap, cap);
+    /* 40,000 keys of 72-byte slots: a table of megabytes (mapped whole) */
+    enum { N = 40000 };
+    CHECK_INT(idmap_reserve(&m, N), 0);
+    CHECK(m.cap * 3 >= (size_t)N * 4);
+    CHECK((m.cap & (m.cap - 1)) == 0);
+    CHECK_INT(m.len, 100);
+    unsigned char *slots = m.slots;
+    cap = m.cap;
+    /* the puts up to N grow nothing: the table and a value's place stay */
+    key(k, 0);
+    val *first = idmap_get(&m, k);
+    for (unsigned long i = 100; i < N; i++) {
+        key(k, i);
+        val *v = idmap_put(&m, k, NULL);
+        CHECK(v != NULL && v->n == 0);
+        if (!v)
+            break;
+        v->n = i + 1;
+    }
+    CHECK(m.slots == slots);
+    CHECK_INT(m.cap, cap);
+    key(k, 0);
+    CHECK(idmap_get(&m, k) == first);
+    int bad = 0;
+    for (unsigned long i = 0; i < N; i++) {
+        key(k, i);
+        val *v = idmap_get(&m, k);
+        bad += !v || v->n != i + 1;
+    }
+    CHECK_INT(bad, 0);
+    /* past N it grows again, every value kept (mapped table to mapped) */
+    for (unsigned long i = N; i < 2 * N; i++) {
+        key(k, i);
+        ((val *)idmap_put(&m, k, NULL))->n = i + 1;
+    }
+    CHECK(m.cap > cap);
+    for (unsigned long i = 0; i < 2 * N; i++) {
+        key(k, i);
+        val *v = idmap_get(&m, k);
+        bad += !v || v->n != i + 1;
+    }
+    CHECK_INT(bad, 0);
+    idmap_clear(&m);
+    CHECK_INT(m.len, 0);
+    key(k, 5);
+    CHECK(idmap_get(&m, k) == NULL);
+    idmap_free(&m);
+    CHECK(m.slots == NULL);
+}
+
 TEST(churn_drops_tombstones_instead_of_growing)
 {
     idmap m;
@@ -264,6 +327,7 @@ static const test_case tests[] = {
     TEST_ENTRY(put_get_del_round_trip),
     TEST_ENTRY(colliding_keys_probe_past_each_other_and_past_deletes),
     TEST_ENTRY(grows_past_three_quarters_and_keeps_every_value),
+    TEST_ENTRY(reserve_makes_room_once_and_keeps_every_value),
     TEST_ENTRY(churn_drops_tombstones_instead_of_growing),
     TEST_ENTRY(next_visits_each_live_key_once_and_clear_empties),
     TEST_ENTRY(a_value_of_zero_bytes_is_a_set),
