@@ -318,6 +318,8 @@ int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx,
         buf_append(&w.b, "]}", 2);
         rc = jw_flush(&w, true, err);
     }
+    if (!rc)
+        fault_point("docstore.bulk.committing"); /* the temp written, not renamed */
     if (!rc && fsync(w.fd) != 0)
         rc = storh_err_sys(err, errno, "Could not sync bulk journal %s", w.tmp);
     if (w.fd >= 0 && close(w.fd) != 0 && !rc)
@@ -509,6 +511,28 @@ static void sweep_rows(const char *bulk, seen_list *l)
         closedir(d);
 }
 
+/* Removes the commit records a dead stage's writer was still writing
+ * (".<stage>.journal.jsonc.<hex>.tmp", docjournal_commit's temp): a kill
+ * between its create and its rename left it. */
+static void sweep_journal_temps(const char *bulk, seen_list *l)
+{
+    static const char mid[] = ".journal.jsonc.";
+    DIR *d = opendir(bulk);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *nm = de->d_name, *m = strstr(nm, mid);
+        size_t nl = strlen(nm);
+        if (nm[0] != '.' || !m || m == nm + 1 || nl < 4 || strcmp(nm + nl - 4, ".tmp"))
+            continue;
+        stage_seen *e = seen(l, bulk, nm + 1, (size_t)(m - nm - 1));
+        char p[PATH_MAX];
+        if (e && e->fd >= 0 && !fsx_pathf(p, NULL, "%s/%s", bulk, nm))
+            unlink(p);
+    }
+    if (d)
+        closedir(d);
+}
+
 int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
 {
     *rolled = false;
@@ -551,8 +575,10 @@ int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
         }
         buf_free(&b);
     }
-    if (!rc)
+    if (!rc) {
         sweep_rows(bulk, &l);
+        sweep_journal_temps(bulk, &l);
+    }
     /* the renames durable before any commit record goes */
     if (!rc && *rolled) {
         int fd = open(coll, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

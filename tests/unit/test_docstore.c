@@ -341,19 +341,25 @@ TEST(open_sweeps_dead_writers_temps)
 /* A bulk whose writer died in the middle of its renames is finished by the
  * next open, except for a row another writer replaced in between (it is
  * newer), and an id written twice ends with its later row; an uncommitted
- * one is dropped. */
+ * one is dropped, and so is one killed while writing its commit record
+ * (with the record's temp). */
 TEST(open_finishes_a_dead_writers_bulk)
 {
     enum { ROWS = 12 };
     char ids[ROWS][UUID7_LEN + 1];
     for (int i = 0; i < ROWS; i++)
         CHECK_INT(uuid7_generate(ids[i], -1, NULL), 0);
-    for (int variant = 0; variant < 2; variant++) {
-        const char *name = variant ? "dead-uncommitted" : "dead-committed";
+    /* 0: killed among its renames; 1: staged, never committed; 2: killed
+     * while writing its commit record (its temp is left) */
+    for (int variant = 0; variant < 3; variant++) {
+        const char *name = variant == 2 ? "dead-committing"
+                           : variant    ? "dead-uncommitted"
+                                        : "dead-committed";
         pid_t pid = fork();
         if (pid == 0) {
-            if (!variant)
-                setenv("STORH_FAULT", "docstore.bulk.renamed@4", 1);
+            if (variant != 1)
+                setenv("STORH_FAULT",
+                       variant ? "docstore.bulk.committing" : "docstore.bulk.renamed@4", 1);
             docstore *c = open_store(name);
             docstore_stage *st;
             char id[UUID7_LEN + 1];
@@ -364,7 +370,7 @@ TEST(open_finishes_a_dead_writers_bulk)
                 docstore_stage_put(st, ids[i == 9 ? 3 : i], d, id, NULL); /* 3 twice */
                 json_decref(d);
             }
-            if (variant) /* staged, never committed */
+            if (variant == 1) /* staged, never committed */
                 _exit(86);
             docstore_stage_commit(st, NULL, NULL);
             _exit(1); /* the fault point ends it before */
