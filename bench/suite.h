@@ -13,6 +13,11 @@ struct docstore;
  * as storh's DocPerFileStore keeps what it writes and reads. */
 void suite_service_cache(const harness_opts *o, struct docstore *ds);
 void suite_limits(const harness_opts *o, bench_result *r);
+/* SQLite's own insert rate for n of the mirror's rows: the mirror's table
+ * and indexes, its journal and sync settings, one transaction, one
+ * prepared single-row INSERT; the rows' text is made before the clock
+ * starts. In a fresh database file under o->work (rows/s). */
+double suite_sqlite_insert_rate(const harness_opts *o, long n, const char *file);
 /* Every shard of a data directory listed and one fstatat of each record
  * file relative to its shard (nothing read): seconds; *n the files. */
 double suite_stat_scan(const char *data, long *n);
