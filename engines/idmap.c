@@ -22,8 +22,9 @@ static unsigned char *slot(const idmap *m, size_t i)
  * the shared zero page, so a probe's read then a put's write fault each
  * page twice, the second flushing the TLB of every CPU the process's
  * threads run on; a table is written all over as it fills anyway. In the
- * virtual machines measured here a fault costs about 12 us a page, a
- * populated page about 7 (bench/NOTES.md). */
+ * virtual machines measured here a page costs about 12 us touched, 25
+ * read then written and 7 populated (bench/NOTES.md, "A first push's
+ * tables"). */
 #define TABLE_MAPPED (1u << 20)
 
 /* n slots of size bytes, zeroed; NULL on overflow or out of memory. Give
@@ -133,9 +134,14 @@ static int grow(idmap *m)
 int idmap_reserve(idmap *m, size_t n)
 {
     size_t cap = m->cap;
+    if (!cap || n > SIZE_MAX / 8)
+        return -1;
     while ((n + 1) * 4 > cap * 3) /* the load idmap_put keeps */
         cap *= 2;
-    return cap == m->cap ? 0 : rehash(m, cap);
+    /* the same size again drops the tombs, which count against the load */
+    if (cap == m->cap && (n + m->tombs + 1) * 4 <= cap * 3)
+        return 0;
+    return rehash(m, cap);
 }
 
 void *idmap_get(const idmap *m, const char *key)

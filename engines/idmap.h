@@ -24,10 +24,10 @@ void *idmap_get(const idmap *m, const char *key);
  * NULL on out of memory. Pointers stay valid until the next insert. */
 void *idmap_put(idmap *m, const char *key, bool *created);
 bool idmap_del(idmap *m, const char *key);
-/* Makes room for n keys in all (those held counted), so that the puts up
- * to n grow nothing: one allocation instead of a doubling and rehash per
- * power of two (each a fresh block's page faults). -1 on out of memory,
- * the map unchanged. */
+/* Makes room for n keys in all (those held counted, tombs dropped), so
+ * that the puts up to n grow nothing: one allocation instead of a doubling
+ * and rehash per power of two (each a fresh block's page faults). -1 on
+ * out of memory (or a map not initialised), the map unchanged. */
 int idmap_reserve(idmap *m, size_t n);
 /* Iteration: start with *pos = 0; returns false at the end. */
 bool idmap_next(const idmap *m, size_t *pos, const char **key, void **value);

@@ -225,9 +225,9 @@ static int push_docs(push_ctx *x, mfeed *f, storh_err *err)
     mirror__feed_start(f);
     for (bool first = true; !rc; first = false) {
         mfeed_item *it = mirror__feed_next(f);
-        /* room for every row the listing may write, made once: doubling
-         * the buffer touched twice its size in fresh pages */
-        if (first && x->keepable)
+        /* a first push or a rebuild writes every row listed: room made
+         * once (doubling the buffer touched twice its size in fresh pages) */
+        if (first && x->keepable && x->rows.len == 0)
             buf_reserve(&x->wrote, mirror__feed_listed(f) * (IDMAP_KEY + 32));
         if (it->kind == MFEED_END)
             break;
@@ -404,8 +404,10 @@ static void kept_put(push_ctx *x, long long version)
     while (idmap_next(&x->rows, &pos, &id, &v))
         if (!((have_row *)v)->seen)
             idmap_del(&x->rows, id); /* a delete only marks its slot */
+    /* the rows left are the unchanged and the updated: only the inserted
+     * are new keys */
     bool ok = x->keepable && !buf_failed(&x->wrote) &&
-              idmap_reserve(&x->rows, x->rows.len + x->wrote.len / (IDMAP_KEY + 32)) == 0;
+              idmap_reserve(&x->rows, x->rows.len + (size_t)x->inserted) == 0;
     for (size_t at = 0; ok && at < x->wrote.len; at += IDMAP_KEY + 32) {
         char key[IDMAP_KEY + 1];
         memcpy(key, x->wrote.data + at, IDMAP_KEY);

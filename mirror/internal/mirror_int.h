@@ -28,7 +28,8 @@
  * decodes each record: a push's ring holds a thousand rows, so a row stays
  * small) */
 #define MROW_TYPED 16
-#define FLUSH_COLS 67 /* columns a flush binds: id, hash, 64 typed, data */
+#define FLUSH_TYPED 64               /* typed columns a flush binds */
+#define FLUSH_COLS (FLUSH_TYPED + 3) /* with id, hash and data */
 
 typedef struct row_stmt {
     buf sql;
