@@ -81,7 +81,8 @@ static const cmp_row rows[] = {
     {"mirror.push", "mirror.push", CLS_KERNEL, OPS_N, "limit.mirror_push",
      "limit: SQLite's insert of the same rows, measured right before and after the push"},
     {"mirror.rebuild", "mirror.rebuild", CLS_KERNEL, OPS_N, "limit.mirror_rebuild",
-     "limit: SQLite's insert of the same rows, measured right before and after the rebuild"},
+     "limit: SQLite emptying the table and inserting the same rows, measured right before and "
+     "after the rebuild"},
     {"mirror.flush", "mirror.flush100", CLS_KERNEL, OPS_ONE, NULL,
      "both time one flush of 100 unchanged records right after a push"},
     {"doc.put", "doc.put", CLS_DURABLE, OPS_N, "limit.doc_put", NULL},

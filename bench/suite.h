@@ -16,8 +16,10 @@ void suite_limits(const harness_opts *o, bench_result *r);
 /* SQLite's own insert rate for n of the mirror's rows: the mirror's table
  * and indexes, its journal and sync settings, one transaction, one
  * prepared single-row INSERT; the rows' text is made before the clock
- * starts. In a fresh database file under o->work (rows/s). */
-double suite_sqlite_insert_rate(const harness_opts *o, long n, const char *file);
+ * starts. In a fresh database file under o->work (rows/s). replace: the
+ * rows are inserted first (untimed) and the timed transaction empties the
+ * table before inserting them again, as a rebuild does. */
+double suite_sqlite_insert_rate(const harness_opts *o, long n, const char *file, bool replace);
 /* Every shard of a data directory listed and one fstatat of each record
  * file relative to its shard (nothing read): seconds; *n the files. */
 double suite_stat_scan(const char *data, long *n);
