@@ -335,8 +335,11 @@ int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->made, NULL);
     pthread_cond_init(&f->freed, NULL);
-    /* without a thread the push lists and reads inline */
-    f->threaded = pthread_create(&f->th, NULL, reader, f) == 0;
+    /* without a thread the push lists and reads inline; set before the
+     * thread starts, since its listing reads it */
+    f->threaded = true;
+    if (pthread_create(&f->th, NULL, reader, f) != 0)
+        f->threaded = false;
     *out = f;
     return 0;
 }
