@@ -137,8 +137,7 @@ static void bench_mirror_driver(const harness_opts *o, bench_result *r, const ch
     if (sqlite)
         bench_add(r, "limit.mirror_rebuild", adjacent_limit(o, around, true), "rows/s", "higher",
                   "limit: SQLite emptying the table and inserting the rebuild's rows in one "
-                  "transaction, "
-                  "measured right before and right after it");
+                  "transaction, measured right before and right after it");
     /* pull() into an empty store, batch for batch next to its limit */
     double lim[BULK_BATCHES], pull[BULK_BATCHES];
     for (int b = 0; b < BULK_BATCHES; b++) {

@@ -162,6 +162,8 @@ static bool keep_file(void *p, int dirfd, const char *name, size_t klen)
     return true;
 }
 
+/* The memo's room for the listing, made once: after the first run of
+ * items is published (the reader's), or after the first item (inline). */
 static void reserve_memo(mfeed *f)
 {
     if (f->reserve)
@@ -182,11 +184,9 @@ static void list(mfeed *f)
     f->datalen = strlen(f->data);
     f->datafd = f->l.n ? open(f->data, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     /* a first walk puts every record in the memo: room made at once, not a
-     * doubling per power of two; by the reader once its first items are
-     * out, so that the push inserts while the table's pages are made */
+     * doubling per power of two; once the first items are out, so that the
+     * push inserts while the table's pages are made (reserve_memo) */
     f->reserve = f->memo != NULL;
-    if (!f->threaded)
-        reserve_memo(f);
 }
 
 /* The row of entry i from the docstore's record cache when it holds the
@@ -335,11 +335,8 @@ int mirror__feed_open(const mirror *m, const mirror_coll *c, docstore *ds, const
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->made, NULL);
     pthread_cond_init(&f->freed, NULL);
-    /* without a thread the push lists and reads inline; set before the
-     * thread starts, since its listing reads it */
-    f->threaded = true;
-    if (pthread_create(&f->th, NULL, reader, f) != 0)
-        f->threaded = false;
+    /* without a thread the push lists and reads inline */
+    f->threaded = pthread_create(&f->th, NULL, reader, f) == 0;
     *out = f;
     return 0;
 }
@@ -360,6 +357,7 @@ mfeed_item *mirror__feed_next(mfeed *f)
         if (f->done) /* past the end: the end again */
             return &f->ring[0];
         produce(f, &f->ring[0]);
+        reserve_memo(f);
         f->done = f->ring[0].kind == MFEED_END || f->ring[0].kind == MFEED_ERR;
         return &f->ring[0];
     }
