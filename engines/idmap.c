@@ -3,7 +3,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "xxhash.h"
 
@@ -17,40 +16,22 @@ static unsigned char *slot(const idmap *m, size_t i)
     return m->slots + i * m->slot_size;
 }
 
-/* Tables of this many bytes or more are mapped whole, their pages made
- * at once (MAP_POPULATE): a big calloc hands out fresh pages that read as
- * the shared zero page, so a probe's read then a put's write fault each
- * page twice, the second flushing the TLB of every CPU the process's
- * threads run on; a table is written all over as it fills anyway. In the
- * virtual machines measured here a page costs about 12 us touched, 25
- * read then written and 7 populated (bench/NOTES.md, "A first push's
- * tables"). */
-#define TABLE_MAPPED (1u << 20)
-
-/* n slots of size bytes, zeroed; NULL on overflow or out of memory. Give
- * it back with release(p, n * size). */
+/* n slots of size bytes, zeroed; NULL on overflow or out of memory. Written,
+ * not calloc'd: a big calloc hands out fresh pages that read as the shared
+ * zero page, so a probe's read then a put's write would fault each page
+ * twice. A big table comes from the heap like any block (mempolicy.h): in
+ * the virtual machines measured here a page the heap hands out again costs
+ * 0.1 us, a fresh one (a mapping of its own, even MAP_POPULATE'd) 4 to 20 us
+ * at its first write (bench/NOTES.md, "Fresh pages"). */
 static unsigned char *zeroed(size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size)
         return NULL;
     size_t bytes = n * size;
-    if (bytes >= TABLE_MAPPED) {
-        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
-    }
     unsigned char *p = malloc(bytes);
-    if (p) /* written, not calloc: see above (and malloc + memset is calloc to a compiler) */
+    if (p) /* malloc + memset is calloc to a compiler */
         explicit_bzero(p, bytes);
     return p;
-}
-
-static void release(unsigned char *p, size_t bytes)
-{
-    if (p && bytes >= TABLE_MAPPED)
-        munmap(p, bytes);
-    else
-        free(p);
 }
 
 int idmap_init(idmap *m, size_t value_size)
@@ -65,7 +46,7 @@ int idmap_init(idmap *m, size_t value_size)
 
 void idmap_free(idmap *m)
 {
-    release(m->slots, m->cap * m->slot_size);
+    free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
@@ -75,15 +56,16 @@ void idmap_clear(idmap *m)
     m->len = m->tombs = 0;
 }
 
-static size_t hash(const char *key)
+size_t idmap_hash(const char *key)
 {
     return (size_t)XXH3_64bits(key, IDMAP_KEY);
 }
 
-/* Index of key's slot, or of the slot to insert into (first tomb or empty). */
-static size_t probe(const idmap *m, const char *key, bool *found)
+/* Index of key's slot (its hash h), or of the slot to insert into (first
+ * tomb or empty). */
+static size_t probe_hashed(const idmap *m, const char *key, size_t h, bool *found)
 {
-    size_t mask = m->cap - 1, i = hash(key) & mask, insert = (size_t)-1;
+    size_t mask = m->cap - 1, i = h & mask, insert = (size_t)-1;
     for (;;) {
         unsigned char *s = slot(m, i);
         if (s[0] == SLOT_EMPTY) {
@@ -99,6 +81,11 @@ static size_t probe(const idmap *m, const char *key, bool *found)
         }
         i = (i + 1) & mask;
     }
+}
+
+static size_t probe(const idmap *m, const char *key, bool *found)
+{
+    return probe_hashed(m, key, idmap_hash(key), found);
 }
 
 /* Rehashes the live keys into cap slots (a power of two), dropping tombs. */
@@ -122,7 +109,7 @@ static int rehash(idmap *m, size_t cap)
         memcpy(slot(m, j), s, m->slot_size);
         m->len++;
     }
-    release(old, oldcap * m->slot_size);
+    free(old);
     return 0;
 }
 
@@ -151,12 +138,31 @@ void *idmap_get(const idmap *m, const char *key)
     return found ? slot(m, i) + VALUE_OFF : NULL;
 }
 
+void idmap_prefetch(const idmap *m, size_t hash)
+{
+    const unsigned char *s = slot(m, hash & (m->cap - 1));
+    __builtin_prefetch(s);
+    __builtin_prefetch(s + m->slot_size - 1); /* a slot may straddle two lines */
+}
+
+void *idmap_get_hashed(const idmap *m, const char *key, size_t hash)
+{
+    bool found;
+    size_t i = probe_hashed(m, key, hash, &found);
+    return found ? slot(m, i) + VALUE_OFF : NULL;
+}
+
 void *idmap_put(idmap *m, const char *key, bool *created)
+{
+    return idmap_put_hashed(m, key, idmap_hash(key), created);
+}
+
+void *idmap_put_hashed(idmap *m, const char *key, size_t hash, bool *created)
 {
     if ((m->len + m->tombs + 1) * 4 > m->cap * 3 && grow(m) != 0)
         return NULL;
     bool found;
-    size_t i = probe(m, key, &found);
+    size_t i = probe_hashed(m, key, hash, &found);
     unsigned char *s = slot(m, i);
     if (created)
         *created = !found;
@@ -181,6 +187,13 @@ bool idmap_del(idmap *m, const char *key)
     m->len--;
     m->tombs++;
     return true;
+}
+
+void idmap_remove(idmap *m, void *value)
+{
+    ((unsigned char *)value - VALUE_OFF)[0] = SLOT_TOMB;
+    m->len--;
+    m->tombs++;
 }
 
 bool idmap_next(const idmap *m, size_t *pos, const char **key, void **value)

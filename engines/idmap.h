@@ -20,6 +20,18 @@ int idmap_init(idmap *m, size_t value_size);
 void idmap_free(idmap *m);
 /* Pointer to the value of key, or NULL. */
 void *idmap_get(const idmap *m, const char *key);
+/* For a walk over many keys known ahead (a claim of a thousand jobs): the
+ * hash of a key, a prefetch of the slot it starts at, and the lookup that
+ * reuses the hash. Each lookup of a big table is a cache miss; a walk that
+ * prefetches a few keys ahead overlaps them. */
+size_t idmap_hash(const char *key);
+void idmap_prefetch(const idmap *m, size_t hash);
+void *idmap_get_hashed(const idmap *m, const char *key, size_t hash);
+/* idmap_put with the key's hash already computed (idmap_hash). */
+void *idmap_put_hashed(idmap *m, const char *key, size_t hash, bool *created);
+/* Removes the entry whose value is value (a pointer idmap_get or
+ * idmap_put returned, still valid): idmap_del without the lookup. */
+void idmap_remove(idmap *m, void *value);
 /* Pointer to the value of key, inserted zeroed if absent (*created tells).
  * NULL on out of memory. Pointers stay valid until the next insert. */
 void *idmap_put(idmap *m, const char *key, bool *created);

@@ -120,8 +120,8 @@ int queue__sync_log(queue *q, storh_err *err)
 /* Keeps the event just encoded (at off, len in the batch) for
  * apply_own; takes payload. */
 static void own_note(queue *q, const char *op, const char *id, int64_t ts, bool done,
-                     json_t *payload, bool keyed, const char *raw, size_t rawlen, size_t off,
-                     size_t len)
+                     json_t *payload, bool keyed, const char *raw, size_t rawlen, job *hint,
+                     size_t off, size_t len)
 {
     if (!q->own_failed && q->nown == q->capown) {
         size_t cap = q->capown ? q->capown * 2 : 64;
@@ -147,9 +147,29 @@ static void own_note(queue *q, const char *op, const char *id, int64_t ts, bool 
     o->f.keyed = keyed;
     o->f.raw = raw;
     o->f.rawlen = rawlen;
+    o->f.hint = hint;
+    o->f.hash = 0;
     o->payload = payload;
     o->off = off;
     o->len = len;
+}
+
+/* Room for n more notes at once: a batch of n events grows nothing. */
+static void own_reserve(queue *q, size_t n)
+{
+    if (q->own_failed || q->nown + n <= q->capown)
+        return;
+    own_event *o = realloc(q->own, (q->nown + n) * sizeof *o);
+    if (o) {
+        q->own = o;
+        q->capown = q->nown + n;
+    }
+}
+
+void queue__reserve_enqueues(queue *q, size_t n)
+{
+    own_reserve(q, n);
+    (void)queue__qstate_reserve(&q->st, n); /* else it grows as it applies */
 }
 
 static void own_clear(queue *q)
@@ -165,12 +185,28 @@ static void own_clear(queue *q)
     }
 }
 
+/* Before the apply of note k: its job's slot fetched (an enqueue's: the
+ * others carry their job). */
+static void prefetch_own(queue *q, size_t k)
+{
+    own_event *o = &q->own[k];
+    if (!o->f.hint) {
+        o->f.hash = idmap_hash(o->f.id);
+        idmap_prefetch(&q->st.jobs, o->f.hash);
+    }
+}
+
 /* Applies the operation's events as noted, as queue__apply_bytes would
  * after decoding their lines (written at log offset base). */
 static void apply_own(queue *q, uint64_t base)
 {
+    bool ahead = q->nown > QUEUE_AHEAD;
+    for (size_t k = 0; ahead && k < QUEUE_AHEAD; k++)
+        prefetch_own(q, k);
     for (size_t i = 0; i < q->nown; i++) {
         own_event *o = &q->own[i];
+        if (ahead && i + QUEUE_AHEAD < q->nown)
+            prefetch_own(q, i + QUEUE_AHEAD);
         q->lines++;
         if (!queue__apply_event(&q->st, &o->f)) {
             char msg[96];
@@ -236,26 +272,26 @@ void queue__event_end(queue *q, buf *lines, const char *op, const char *id, int6
     else
         frame_encode(lines, e->data, e->len);
     q->nevents++;
-    own_note(q, op, id, ts, done, payload, keyed, raw, rawlen, off, lines->len - off);
+    own_note(q, op, id, ts, done, payload, keyed, raw, rawlen, NULL, off, lines->len - off);
 }
 
 /* Appends one event line without a payload (claim, complete, requeue,
  * purge), with the JSON fields extra (or NULL) before ts: composed on the
- * stack, framed once. */
+ * stack, framed once. job_of: the job of id (event_fields.hint). */
 static void event(queue *q, buf *lines, const char *op, const char *id, const char *extra,
-                  int64_t ts, bool done, json_t *payload)
+                  int64_t ts, bool done, job *job_of)
 {
-    char j[192];
+    char js[192];
     size_t ol = strlen(op), el = extra ? strlen(extra) : 0, tl, off = lines->len;
     const char *t = ts_text(q, ts, &tl);
-    if (7 + ol + 8 + UUID7_LEN + 1 + el + 6 + tl + 1 > sizeof j) { /* not one of ours */
+    if (7 + ol + 8 + UUID7_LEN + 1 + el + 6 + tl + 1 > sizeof js) { /* not one of ours */
         queue__event_begin(q, op, id);
         if (extra)
             buf_append(&q->ev, extra, el);
-        queue__event_end(q, lines, op, id, ts, done, payload, false, NULL, 0);
+        queue__event_end(q, lines, op, id, ts, done, NULL, false, NULL, 0);
         return;
     }
-    char *p = j;
+    char *p = js;
     memcpy(p, "{\"op\":\"", 7);
     memcpy(p += 7, op, ol);
     memcpy(p += ol, "\",\"id\":\"", 8);
@@ -268,9 +304,9 @@ static void event(queue *q, buf *lines, const char *op, const char *id, const ch
     memcpy(p += 6, t, tl);
     p += tl;
     *p++ = '}';
-    frame_encode(lines, j, (size_t)(p - j));
+    frame_encode(lines, js, (size_t)(p - js));
     q->nevents++;
-    own_note(q, op, id, ts, done, payload, false, NULL, 0, off, lines->len - off);
+    own_note(q, op, id, ts, done, NULL, false, NULL, 0, job_of, off, lines->len - off);
 }
 
 /* Whether v decodes from its sjson encoding as an equal tree (same types,
@@ -500,6 +536,7 @@ static int do_enqueue(queue *q, void *a, buf *lines, storh_err *err)
     /* the batch's lines in one buffer: a guess at their size saves the
      * copies of growing it */
     buf_reserve(lines, json_array_size(ea->jobs) * 192);
+    queue__reserve_enqueues(q, json_array_size(ea->jobs));
     json_array_foreach (ea->jobs, i, jobj) {
         if (!json_is_object(jobj)) {
             rc = storh_err_set(err, STORH_EINVAL, "Job %zu: jobs must be JSON objects.", i);
@@ -575,25 +612,42 @@ int queue__claim_each(queue *q, buf *lines, size_t limit, queue_claim_fn fn, voi
 {
     qstate *s = &q->st;
     int64_t ts = queue__now_s();
-    buf_reserve(lines, (limit < s->pending ? limit : s->pending) * 80);
+    size_t want = limit < s->pending ? limit : s->pending;
+    buf_reserve(lines, want * 96); /* a claim line is 87 bytes */
+    own_reserve(q, want);
     /* pick in FIFO order; the claim events move them to processing */
-    size_t i = s->head;
+    size_t i = s->head, hs[QUEUE_AHEAD];
+    bool ahead = want > QUEUE_AHEAD;
+    for (size_t k = 0; ahead && k < QUEUE_AHEAD && i + k < s->n; k++) {
+        hs[(i + k) % QUEUE_AHEAD] = idmap_hash(s->order[i + k].id);
+        idmap_prefetch(&s->jobs, hs[(i + k) % QUEUE_AHEAD]);
+    }
     *n = 0;
     while (*n < limit && i < s->n) {
-        order_ent *o = &s->order[i++];
+        order_ent *o = &s->order[i];
+        job *j;
+        if (ahead) {
+            j = idmap_get_hashed(&s->jobs, o->id, hs[i % QUEUE_AHEAD]);
+            if (i + QUEUE_AHEAD < s->n) {
+                hs[i % QUEUE_AHEAD] = idmap_hash(s->order[i + QUEUE_AHEAD].id);
+                idmap_prefetch(&s->jobs, hs[i % QUEUE_AHEAD]);
+            }
+        } else {
+            j = idmap_get(&s->jobs, o->id);
+        }
+        i++;
+        if (!j || j->state != JOB_PENDING || j->seq != o->seq)
+            continue;
         char id[UUID7_LEN + 1];
         memcpy(id, o->id, UUID7_LEN);
         id[UUID7_LEN] = '\0';
-        job *j = idmap_get(&s->jobs, id);
-        if (!j || j->state != JOB_PENDING || j->seq != o->seq)
-            continue;
         /* an id has one order entry per seq, so no id is picked twice */
         /* a job goes into the answer before its claim event is written:
          * one that cannot be handed out is not claimed */
         int rc = fn(id, j, ctx, err);
         if (rc)
             return rc;
-        event(q, lines, "claim", id, NULL, ts, false, NULL);
+        event(q, lines, "claim", id, NULL, ts, false, j);
         ++*n;
     }
     s->head = i; /* entries before i are claimed now, or stale */
@@ -660,17 +714,33 @@ static int do_complete(queue *q, void *a, buf *lines, storh_err *err)
     /* a job completed twice in the batch is skipped: its events are applied
      * after the batch is written, so the job carries the batch's mark */
     uint64_t mark = ++q->st.mark;
-    buf_reserve(lines, c->nids * 96);
+    buf_reserve(lines, c->nids * 112); /* a complete line is 100 or 101 bytes */
+    own_reserve(q, c->nids < q->st.processing ? c->nids : q->st.processing);
     const char *extra = c->keep ? ",\"done\":true" : ",\"done\":false";
+    size_t hs[QUEUE_AHEAD];
+    bool ahead = c->nids > QUEUE_AHEAD;
+    for (size_t k = 0; ahead && k < QUEUE_AHEAD; k++) {
+        hs[k] = idmap_hash(c->ids[k]);
+        idmap_prefetch(&q->st.jobs, hs[k]);
+    }
     for (size_t i = 0; i < c->nids; i++) {
-        char id[UUID7_LEN + 1];
-        memcpy(id, c->ids[i], UUID7_LEN);
-        id[UUID7_LEN] = '\0';
-        job *j = idmap_get(&q->st.jobs, id);
+        job *j;
+        if (ahead) {
+            j = idmap_get_hashed(&q->st.jobs, c->ids[i], hs[i % QUEUE_AHEAD]);
+            if (i + QUEUE_AHEAD < c->nids) {
+                hs[i % QUEUE_AHEAD] = idmap_hash(c->ids[i + QUEUE_AHEAD]);
+                idmap_prefetch(&q->st.jobs, hs[i % QUEUE_AHEAD]);
+            }
+        } else {
+            j = idmap_get(&q->st.jobs, c->ids[i]);
+        }
         if (!j || j->state != JOB_PROCESSING || j->mark == mark)
             continue;
         j->mark = mark;
-        event(q, lines, "complete", id, extra, ts, c->keep, NULL);
+        char id[UUID7_LEN + 1];
+        memcpy(id, c->ids[i], UUID7_LEN);
+        id[UUID7_LEN] = '\0';
+        event(q, lines, "complete", id, extra, ts, c->keep, j);
         c->n++;
     }
     return 0;
@@ -718,6 +788,7 @@ int queue_complete_many(queue *q, const json_t *ids, bool keep_done, size_t *com
 
 typedef struct aged {
     const char *id;
+    job *j;
     int64_t ts;
     uint64_t seq;
 } aged;
@@ -746,11 +817,11 @@ static int age_events(queue *q, uint8_t state, const char *op, int64_t secs, boo
     while (idmap_next(&q->st.jobs, &pos, &key, &v) && k < cap) {
         job *j = v;
         if (j->state == state && ((all_if_zero && secs <= 0) || now - j->ts >= secs))
-            list[k++] = (aged){key, j->ts, j->seq};
+            list[k++] = (aged){key, j, j->ts, j->seq};
     }
     qsort(list, k, sizeof *list, aged_cmp);
     for (size_t i = 0; i < k; i++)
-        event(q, lines, op, list[i].id, NULL, now, false, NULL);
+        event(q, lines, op, list[i].id, NULL, now, false, list[i].j);
     *n = k;
     free(list);
     return 0;

@@ -139,16 +139,26 @@ static int do_enqueue_jobs(queue *q, void *a, buf *lines, storh_err *err)
     for (size_t i = 0; i < eb->jobs->n; i++)
         total += eb->jobs->v[i].len + 120;
     buf_reserve(lines, total);
+    queue__reserve_enqueues(q, eb->jobs->n);
+    /* the ids first: given ones copied, each run of jobs without one made
+     * together (one clock read and one lock a run, not a job) */
+    for (size_t i = 0, n = eb->jobs->n; i < n;) {
+        if (eb->jobs->v[i].id) {
+            memcpy(eb->ids[i], eb->jobs->v[i].id, UUID7_LEN);
+            eb->ids[i++][UUID7_LEN] = '\0';
+            continue;
+        }
+        size_t k = i;
+        while (k < n && !eb->jobs->v[k].id)
+            k++;
+        int rc = uuid7_generate_many(eb->ids + i, k - i, err);
+        if (rc)
+            return rc;
+        i = k;
+    }
     for (size_t i = 0; i < eb->jobs->n; i++) {
         const queue_job_bytes *jb = &eb->jobs->v[i];
-        char *id = eb->ids[i];
-        int rc = 0;
-        if (jb->id) {
-            memcpy(id, jb->id, UUID7_LEN);
-            id[UUID7_LEN] = '\0';
-        } else if ((rc = uuid7_generate(id, -1, err))) {
-            return rc;
-        }
+        const char *id = eb->ids[i];
         queue__event_begin(q, "enqueue", id);
         buf_append(&q->ev, ",\"payload\":", 11);
         buf_append(&q->ev, jb->payload, jb->len);

@@ -27,6 +27,27 @@ int queue__qstate_init(qstate *s)
     return idmap_init(&s->jobs, sizeof(job));
 }
 
+int queue__qstate_reserve(qstate *s, size_t more)
+{
+    if (idmap_reserve(&s->jobs, s->jobs.len + more) != 0)
+        return -1;
+    size_t live = s->n - s->head;
+    if (s->n + more <= s->cap)
+        return 0;
+    if (s->head && live + more <= s->cap) { /* the consumed front makes room */
+        memmove(s->order, s->order + s->head, live * sizeof *s->order);
+        s->n = live;
+        s->head = 0;
+        return 0;
+    }
+    order_ent *o = realloc(s->order, (s->n + more) * sizeof *o);
+    if (!o)
+        return -1;
+    s->order = o;
+    s->cap = s->n + more;
+    return 0;
+}
+
 void queue__qstate_free(qstate *s)
 {
     size_t pos = 0;
@@ -101,11 +122,11 @@ int queue__payload_bytes(const job *j, buf *out, storh_err *err)
 /* A job in no state anymore leaves the map: a queue that is worked off
  * keeps no memory of what went through it (claim-order entries of the id
  * turn stale and are skipped). */
-static void forget(qstate *s, const char *id, job *j)
+static void forget(qstate *s, job *j)
 {
     set_state(s, j, JOB_GONE);
     drop_payload(j);
-    idmap_del(&s->jobs, id);
+    idmap_remove(&s->jobs, j);
 }
 
 /* Applies one event; false if its op is unknown. */
@@ -114,7 +135,7 @@ static bool apply_event(qstate *s, const event_fields *f)
     const char *op = f->op, *id = f->id;
     int64_t ts = f->ts;
     if (!strcmp(op, "enqueue")) {
-        job *j = idmap_put(&s->jobs, id, NULL);
+        job *j = idmap_put_hashed(&s->jobs, id, f->hash ? f->hash : idmap_hash(id), NULL);
         if (!j)
             return false;
         drop_payload(j);
@@ -133,7 +154,7 @@ static bool apply_event(qstate *s, const event_fields *f)
         push_order(s, id, j->seq);
         return true;
     }
-    job *j = idmap_get(&s->jobs, id);
+    job *j = f->hint ? f->hint : idmap_get_hashed(&s->jobs, id, f->hash ? f->hash : idmap_hash(id));
     if (!strcmp(op, "claim")) {
         if (j && j->state == JOB_PENDING) {
             set_state(s, j, JOB_PROCESSING);
@@ -149,7 +170,7 @@ static bool apply_event(qstate *s, const event_fields *f)
             set_state(s, j, JOB_DONE);
             j->ts = ts;
         } else if (j) {
-            forget(s, id, j);
+            forget(s, j);
         }
     } else if (!strcmp(op, "requeue")) {
         if (j && j->state == JOB_PROCESSING) {
@@ -159,7 +180,7 @@ static bool apply_event(qstate *s, const event_fields *f)
         }
     } else if (!strcmp(op, "purge")) {
         if (j && j->state == JOB_DONE)
-            forget(s, id, j);
+            forget(s, j);
         else if (j)
             drop_payload(j); /* always, even for a pending job (storh) */
     } else {
@@ -234,6 +255,8 @@ static bool fast_event(const char *j, size_t jl, event_fields *f)
     f->keyed = false;
     f->raw = NULL;
     f->rawlen = 0;
+    f->hint = NULL;
+    f->hash = 0;
     return true;
 }
 
@@ -264,6 +287,8 @@ static bool fast_enqueue(const char *j, size_t jl, event_fields *f)
     f->keyed = true;
     f->raw = pl;
     f->rawlen = n;
+    f->hint = NULL;
+    f->hash = 0;
     return true;
 }
 
@@ -300,6 +325,8 @@ bool queue__apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap
             f.keyed = false;
             f.raw = NULL;
             f.rawlen = 0;
+            f.hint = NULL;
+            f.hash = 0;
             if (!(ok = apply_event(s, &f)))
                 snprintf(msg, cap, "Unsupported log queue event: %.40s", op);
         }

@@ -105,32 +105,39 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int uuid7_generate(char out[UUID7_LEN + 1], int64_t ts_ms, storh_err *err)
+/* The next "now" id for a clock reading of ts_ms, under gen_mu. */
+static int next_now(int64_t ts_ms, char out[UUID7_LEN + 1], storh_err *err)
 {
-    bool monotonic = ts_ms < 0;
-    if (monotonic)
-        ts_ms = now_ms();
-    if (ts_ms > UUID7_MAX_TS)
-        return storh_err_set(err, STORH_EINVAL, "UUIDv7 timestamp is outside the 48-bit range.");
-    pthread_mutex_lock(&gen_mu);
     int rc = 0;
-    if (monotonic && gen_last_ts >= 0 && ts_ms <= gen_last_ts) {
+    if (gen_last_ts >= 0 && ts_ms <= gen_last_ts) {
         ts_ms = gen_last_ts;
         if (incr74(gen_last_e)) {
             ts_ms++;
             rc = fill_random(gen_last_e, 10, err);
         }
-    } else if (monotonic) {
-        rc = fill_random(gen_last_e, 10, err);
-    } else if (ts_ms == exp_last_ts) {
-        incr80(exp_last_e);
     } else {
-        rc = fill_random(exp_last_e, 10, err);
+        rc = fill_random(gen_last_e, 10, err);
     }
-    if (rc == 0 && monotonic) {
+    if (rc == 0) {
         gen_last_ts = ts_ms;
         uuid7_format(ts_ms, gen_last_e, out);
-    } else if (rc == 0) {
+    }
+    return rc;
+}
+
+int uuid7_generate(char out[UUID7_LEN + 1], int64_t ts_ms, storh_err *err)
+{
+    if (ts_ms < 0)
+        return uuid7_generate_many((char(*)[UUID7_LEN + 1]) out, 1, err);
+    if (ts_ms > UUID7_MAX_TS)
+        return storh_err_set(err, STORH_EINVAL, "UUIDv7 timestamp is outside the 48-bit range.");
+    pthread_mutex_lock(&gen_mu);
+    int rc = 0;
+    if (ts_ms == exp_last_ts)
+        incr80(exp_last_e);
+    else
+        rc = fill_random(exp_last_e, 10, err);
+    if (rc == 0) {
         exp_last_ts = ts_ms;
         uuid7_format(ts_ms, exp_last_e, out);
     }
@@ -138,6 +145,20 @@ int uuid7_generate(char out[UUID7_LEN + 1], int64_t ts_ms, storh_err *err)
     return rc;
 }
 
+int uuid7_generate_many(char (*out)[UUID7_LEN + 1], size_t n, storh_err *err)
+{
+    int64_t ts_ms = now_ms();
+    if (ts_ms > UUID7_MAX_TS)
+        return storh_err_set(err, STORH_EINVAL, "UUIDv7 timestamp is outside the 48-bit range.");
+    pthread_mutex_lock(&gen_mu);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = next_now(ts_ms, out[i], err);
+    pthread_mutex_unlock(&gen_mu);
+    return rc;
+}
+
+#if !defined(__SSE2__)
 /* 1 for every byte that is not a hex digit (either case) */
 static const uint8_t u7_nothex[256] = {
     /* clang-format off */
@@ -151,6 +172,7 @@ static const uint8_t u7_nothex[256] = {
     1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1, 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,
     /* clang-format on */
 };
+#endif
 
 #if defined(__SSE2__)
 /* Bit i set when byte i of the 16 at p is a hex digit, either case. Signed
@@ -165,6 +187,13 @@ static unsigned u7_hexmask16(const unsigned char *p)
                                   _mm_cmplt_epi8(l, _mm_set1_epi8('f' + 1)));
     return (unsigned)_mm_movemask_epi8(_mm_or_si128(dig, alpha));
 }
+
+/* Bit i set when byte i of the 16 at p is '-'. */
+static unsigned u7_dashmask16(const unsigned char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('-')));
+}
 #endif
 
 bool uuid7_is_valid(const char *s, size_t len)
@@ -172,29 +201,33 @@ bool uuid7_is_valid(const char *s, size_t len)
     if (len != UUID7_LEN)
         return false;
     const unsigned char *u = (const unsigned char *)s;
-    /* no branch per byte: every check ORs into bad */
-    unsigned bad = (u[8] ^ '-') | (u[13] ^ '-') | (u[18] ^ '-') | (u[23] ^ '-') | (u[14] ^ '7');
-    unsigned v = u[19] | 0x20; /* variant 8, 9, a or b, either case */
-    bad |= (unsigned)!(v == '8' || v == '9' || v == 'a' || v == 'b');
-    bad |= u7_nothex[u[19]];
+    unsigned v = u[19] | 0x20u; /* the variant: 8, 9, a or b, either case */
+    bool variant = (v - '8') < 2u || (v - 'a') < 2u;
 #if defined(__SSE2__)
-    /* the 32 hex positions: bytes 0-15, 16-31 and (overlapping) 20-35 */
-    const uint64_t want = UINT64_C(0xfffffffff) & ~((UINT64_C(1) << 8) | (UINT64_C(1) << 13) |
-                                                    (UINT64_C(1) << 18) | (UINT64_C(1) << 23));
+    /* bit i of each mask: byte i is a hex digit, a dash; from the bytes
+     * 0-15, 16-31 and (overlapping) 20-35, no branch per byte */
+    const uint64_t dashes =
+        (UINT64_C(1) << 8) | (UINT64_C(1) << 13) | (UINT64_C(1) << 18) | (UINT64_C(1) << 23);
     uint64_t hex = (uint64_t)u7_hexmask16(u) | (uint64_t)u7_hexmask16(u + 16) << 16 |
                    (uint64_t)u7_hexmask16(u + 20) << 20;
-    bad |= (unsigned)((hex & want) != want);
+    uint64_t dash = (uint64_t)u7_dashmask16(u) | (uint64_t)u7_dashmask16(u + 16) << 16 |
+                    (uint64_t)u7_dashmask16(u + 20) << 20;
+    return (hex | dashes) == UINT64_C(0xfffffffff) && dash == dashes && u[14] == '7' && variant;
 #else
-    /* the other 30 hex digits, written out (a loop over a position table
+    /* no branch per byte: every check ORs into bad */
+    unsigned bad = (u[8] ^ '-') | (u[13] ^ '-') | (u[18] ^ '-') | (u[23] ^ '-') | (u[14] ^ '7');
+    bad |= (unsigned)!variant;
+    /* the other 31 hex digits, written out (a loop over a position table
      * costs twice the instructions) */
 #define U7_X(i) u7_nothex[u[i]]
     bad |= U7_X(0) | U7_X(1) | U7_X(2) | U7_X(3) | U7_X(4) | U7_X(5) | U7_X(6) | U7_X(7);
     bad |= U7_X(9) | U7_X(10) | U7_X(11) | U7_X(12) | U7_X(15) | U7_X(16) | U7_X(17);
-    bad |= U7_X(20) | U7_X(21) | U7_X(22) | U7_X(24) | U7_X(25) | U7_X(26) | U7_X(27);
-    bad |= U7_X(28) | U7_X(29) | U7_X(30) | U7_X(31) | U7_X(32) | U7_X(33) | U7_X(34) | U7_X(35);
+    bad |= U7_X(19) | U7_X(20) | U7_X(21) | U7_X(22) | U7_X(24) | U7_X(25) | U7_X(26);
+    bad |= U7_X(27) | U7_X(28) | U7_X(29) | U7_X(30) | U7_X(31) | U7_X(32) | U7_X(33);
+    bad |= U7_X(34) | U7_X(35);
 #undef U7_X
-#endif
     return bad == 0;
+#endif
 }
 
 static int hexval(char c)

@@ -18,6 +18,10 @@
  * clock does or the counter of one millisecond runs out. An explicit ts_ms
  * follows storh: same ms -> counter + 1, other ms -> fresh entropy. */
 int uuid7_generate(char out[UUID7_LEN + 1], int64_t ts_ms, storh_err *err);
+/* n "now" ids in order, as n calls of uuid7_generate(.., -1, ..) made within
+ * one millisecond would make them: one clock read and one lock for all (a
+ * batch of jobs or rows). On error the ids before the failing one are made. */
+int uuid7_generate_many(char (*out)[UUID7_LEN + 1], size_t n, storh_err *err);
 /* storh's is_valid: case-insensitive 8-4-4-4-12, version 7, variant 8..b. */
 bool uuid7_is_valid(const char *s, size_t len);
 /* Millisecond timestamp of a valid id; STORH_EINVAL otherwise. */

@@ -20,6 +20,12 @@
 
 enum { JOB_GONE = 0, JOB_PENDING, JOB_PROCESSING, JOB_DONE };
 
+/* How many jobs ahead a walk over many of them (a claim, a complete, the
+ * apply of a batch) prefetches their map slots: enough to overlap the
+ * cache misses of a table bigger than the cache, few enough that a small
+ * operation computes no hash it does not use. */
+enum { QUEUE_AHEAD = 8 };
+
 /* The most an operation's line buffer keeps between operations: a typical
  * batch's lines (1,000 jobs of 150 bytes), not a big one's, for every
  * open queue of a many-tenant root. */
@@ -93,6 +99,11 @@ typedef struct event_fields {
     bool keyed;            /* payload has no integer key at the top (kept as is) */
     const char *raw;       /* enqueue: instead of payload, the canonical bytes of */
     size_t rawlen;         /* an object payload (borrowed; copied when applied) */
+    job *hint;             /* the job of id when the writer looked it up, or NULL:
+                            * set only by operations that insert no job (claim,
+                            * complete, requeue, purge), so it stays valid until
+                            * their events are applied */
+    size_t hash;           /* idmap_hash(id) when already computed, else 0 */
 } event_fields;
 
 /* An event this process writes, with its line's place in the batch. */
@@ -117,6 +128,10 @@ json_t *queue__payload_tree(const job *j);
 /* Appends a job's payload as a claim answer encodes it. */
 int queue__payload_bytes(const job *j, buf *out, storh_err *err);
 int queue__qstate_init(qstate *s);
+/* Makes room for more jobs than the state holds (map and claim order), so
+ * that an enqueue of that many grows nothing while it applies. -1 when out
+ * of memory (the state unchanged; the enqueue then grows as it goes). */
+int queue__qstate_reserve(qstate *s, size_t more);
 void queue__qstate_free(qstate *s);
 bool queue__apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap);
 bool queue__apply_event(qstate *s, const event_fields *f);
@@ -138,6 +153,10 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
 void queue__event_begin(queue *q, const char *op, const char *id);
 void queue__event_end(queue *q, buf *lines, const char *op, const char *id, int64_t ts, bool done,
                       json_t *payload, bool keyed, const char *raw, size_t rawlen);
+/* Before an enqueue of n jobs: room for their notes and their state, so
+ * that neither grows (a copy and fresh pages per doubling) while the
+ * batch is encoded and applied. */
+void queue__reserve_enqueues(queue *q, size_t n);
 /* Appends a claim event per pending job in claim order, up to limit, and
  * hands each job to fn first (a job fn refuses, by returning non-zero, is
  * not claimed and the operation fails with that code). */

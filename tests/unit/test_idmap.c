@@ -1,8 +1,9 @@
 /* test_idmap: the open-addressing map from UUID text to fixed-size values
  * (round trips, values zeroed on insert, keys that collide on one slot and
  * deletes in the middle of their probe chain, growth, room reserved at
- * once (a table big enough to be mapped), churn that drops tombstones
- * instead of growing, iteration and clear). */
+ * once (a table of megabytes), churn that drops tombstones instead of
+ * growing, iteration and clear, the walk's hashed lookups, prefetches and
+ * removal by value). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -183,7 +184,7 @@ TEST(reserve_makes_room_once_and_keeps_every_value)
     size_t cap = m.cap;
     CHECK_INT(idmap_reserve(&m, 50), 0); /* fewer than it holds: nothing to do */
     CHECK_INT(m.cap, cap);
-    /* 40,000 keys of 72-byte slots: a table of megabytes (mapped whole) */
+    /* 40,000 keys of 72-byte slots: a table of megabytes */
     enum { N = 40000 };
     CHECK_INT(idmap_reserve(&m, N), 0);
     CHECK(m.cap * 3 >= (size_t)N * 4);
@@ -213,7 +214,7 @@ TEST(reserve_makes_room_once_and_keeps_every_value)
         bad += !v || v->n != i + 1;
     }
     CHECK_INT(bad, 0);
-    /* past N it grows again, every value kept (mapped table to mapped) */
+    /* past N it grows again, every value kept */
     for (unsigned long i = N; i < 2 * N; i++) {
         key(k, i);
         ((val *)idmap_put(&m, k, NULL))->n = i + 1;
@@ -323,6 +324,59 @@ TEST(a_value_of_zero_bytes_is_a_set)
     idmap_free(&m);
 }
 
+/* What a walk over many keys uses (queue claims and completes): the hashed
+ * lookups and puts agree with the plain ones, a prefetch changes nothing,
+ * and removal by value is idmap_del without the lookup (a tomb: the keys
+ * probing past it are still found). */
+TEST(hashed_calls_and_removal_by_value_agree_with_the_plain_ones)
+{
+    enum { N = 5000 };
+    idmap m;
+    CHECK_INT(idmap_init(&m, sizeof(val)), 0);
+    char k[IDMAP_KEY + 1];
+    for (unsigned long i = 0; i < N; i++) {
+        key(k, i);
+        size_t h = idmap_hash(k);
+        CHECK_INT(h, idmap_hash(k));
+        idmap_prefetch(&m, h);
+        bool created = false;
+        val *v = idmap_put_hashed(&m, k, h, &created);
+        CHECK(v != NULL && created);
+        if (!v)
+            break;
+        v->n = i;
+    }
+    CHECK_INT(m.len, N);
+    for (unsigned long i = 0; i < N; i++) {
+        key(k, i);
+        val *a = idmap_get(&m, k), *b = idmap_get_hashed(&m, k, idmap_hash(k));
+        CHECK(a != NULL && a == b);
+        if (a && a->n != i)
+            CHECK_INT(a->n, i);
+    }
+    /* every other key removed by its value */
+    for (unsigned long i = 0; i < N; i += 2) {
+        key(k, i);
+        idmap_remove(&m, idmap_get(&m, k));
+    }
+    CHECK_INT(m.len, N / 2);
+    CHECK_INT(m.tombs, N / 2);
+    for (unsigned long i = 0; i < N; i++) {
+        key(k, i);
+        val *v = idmap_get_hashed(&m, k, idmap_hash(k));
+        CHECK((v == NULL) == (i % 2 == 0));
+        if (v && v->n != i)
+            CHECK_INT(v->n, i);
+    }
+    /* a removed key comes back as a new, zeroed value */
+    key(k, 0);
+    bool created = false;
+    val *v = idmap_put_hashed(&m, k, idmap_hash(k), &created);
+    CHECK(v != NULL && created && v->n == 0);
+    CHECK_INT(m.len, N / 2 + 1);
+    idmap_free(&m);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(put_get_del_round_trip),
     TEST_ENTRY(colliding_keys_probe_past_each_other_and_past_deletes),
@@ -331,6 +385,7 @@ static const test_case tests[] = {
     TEST_ENTRY(churn_drops_tombstones_instead_of_growing),
     TEST_ENTRY(next_visits_each_live_key_once_and_clear_empties),
     TEST_ENTRY(a_value_of_zero_bytes_is_a_set),
+    TEST_ENTRY(hashed_calls_and_removal_by_value_agree_with_the_plain_ones),
 };
 
 TEST_MAIN(tests)

@@ -291,6 +291,137 @@ TEST(complete_ids_read_from_the_body_as_decoded)
     queue_close(bytes);
 }
 
+/* The counts of a queue, as JSON text. */
+static char *counts_of(queue *q)
+{
+    json_t *c = NULL;
+    if (queue_counts(q, &c, NULL))
+        return NULL;
+    char *t = json_dumps(c, JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(c);
+    return t;
+}
+
+/* Checks that a second handle, which reads the log, sees what q sees. */
+static void same_as_replay(queue *q, const char *name)
+{
+    queue *r = open_q(name);
+    char *a = counts_of(q), *b = counts_of(r);
+    CHECK(a && b);
+    if (a && b)
+        CHECK_STR(b, a);
+    free(a);
+    free(b);
+    queue_close(r);
+}
+
+/* The claimed jobs of a claim_bytes answer, as a JSON array. */
+static json_t *claimed(queue *q, size_t n)
+{
+    size_t got;
+    char *b = claim_bytes(q, n, &got);
+    buf all = BUF_INIT;
+    buf_appendc(&all, '[');
+    buf_appends(&all, b ? b : "");
+    buf_appendc(&all, ']');
+    json_t *v = js(all.data);
+    CHECK_INT(json_array_size(v), got);
+    free(b);
+    buf_free(&all);
+    return v;
+}
+
+/* Batches longer than the walk's look-ahead (QUEUE_AHEAD), with stale
+ * claim-order entries in the walk, duplicate and unknown ids in a
+ * complete, jobs forgotten and kept done: the state each operation applies
+ * from its own notes is the state a reader of its lines replays. */
+TEST(big_batches_apply_as_their_replay)
+{
+    enum { N = 300, AGAIN = 40, FIRST = 100 };
+    char(*given)[UUID7_LEN + 1] = calloc(N, sizeof *given);
+    CHECK_INT(uuid7_generate_many(given, N, NULL), 0);
+    /* every 7th job gives its id; the others get one made, in runs */
+    buf body = BUF_INIT;
+    buf_appendc(&body, '[');
+    for (int i = 0; i < N; i++)
+        buf_printf(&body, "%s{%s%s%s\"payload\":{\"n\":%d}}", i ? "," : "",
+                   i % 7 ? "" : "\"id\":\"", i % 7 ? "" : given[i], i % 7 ? "" : "\",", i);
+    buf_appendc(&body, ']');
+    queue *q = open_q("big");
+    queue_jobs qj = QUEUE_JOBS_INIT;
+    CHECK(queue_jobs_read(body.data, body.len, &qj));
+    CHECK_INT(qj.n, N);
+    char(*ids)[UUID7_LEN + 1] = calloc(N, sizeof *ids);
+    CHECK_INT(queue_enqueue_jobs(q, &qj, ids, NULL), 0);
+    queue_jobs_free(&qj);
+    for (int i = 0; i < N; i++) {
+        CHECK(uuid7_is_valid(ids[i], UUID7_LEN));
+        if (i % 7 == 0)
+            CHECK_STR(ids[i], given[i]);
+        else if (i % 7 > 1) /* made ids of one run come in order */
+            CHECK(strcmp(ids[i - 1], ids[i]) < 0);
+    }
+    same_as_replay(q, "big");
+    /* AGAIN of the first jobs enqueued again: their first order entries
+     * turn stale inside the first claim's walk */
+    buf_reset(&body);
+    buf_appendc(&body, '[');
+    for (int i = 0; i < AGAIN; i++)
+        buf_printf(&body, "%s{\"id\":\"%s\",\"payload\":{\"again\":%d}}", i ? "," : "", ids[2 * i],
+                   i);
+    buf_appendc(&body, ']');
+    CHECK(queue_jobs_read(body.data, body.len, &qj));
+    char(*ids2)[UUID7_LEN + 1] = calloc(AGAIN, sizeof *ids2);
+    CHECK_INT(queue_enqueue_jobs(q, &qj, ids2, NULL), 0);
+    queue_jobs_free(&qj);
+    same_as_replay(q, "big");
+    json_t *first = claimed(q, FIRST), *rest = claimed(q, 10 * N);
+    CHECK_INT(json_array_size(first), FIRST);
+    CHECK_INT(json_array_size(rest), N - FIRST);
+    same_as_replay(q, "big");
+    /* each job once; the ones enqueued again come last, with their new payload */
+    for (int i = 0; i < AGAIN; i++) {
+        json_t *j = json_array_get(rest, N - FIRST - AGAIN + (size_t)i);
+        CHECK_STR(json_string_value(json_object_get(j, "id")), ids[2 * i]);
+        CHECK_INT(json_integer_value(json_object_get(json_object_get(j, "payload"), "again")), i);
+    }
+    json_t *seen = json_object();
+    json_t *both[2] = {first, rest};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < json_array_size(both[k]); i++)
+            json_object_set_new(
+                seen, json_string_value(json_object_get(json_array_get(both[k], i), "id")),
+                json_true());
+    CHECK_INT(json_object_size(seen), N);
+    json_decref(seen);
+    /* complete: the first half forgotten, the rest kept done; each named
+     * twice in its batch, with an id never enqueued */
+    for (int half = 0; half < 2; half++) {
+        buf_reset(&body);
+        buf_appends(&body, "{\"ids\":[");
+        for (int i = half * N / 2; i < (half + 1) * N / 2; i++)
+            buf_printf(&body, "\"%s\",\"%s\",", ids[i], ids[i]);
+        buf_appends(&body, "\"018bcfe5-6900-7000-8000-00000000000f\"]}");
+        queue_ids qi = QUEUE_IDS_INIT;
+        CHECK(queue_ids_read(body.data, body.len, &qi));
+        size_t n = 0;
+        CHECK_INT(queue_complete_ids(q, &qi, half == 1, &n, NULL), 0);
+        CHECK_INT(n, N / 2);
+        queue_ids_free(&qi);
+        same_as_replay(q, "big");
+    }
+    char *c = counts_of(q);
+    CHECK_STR(c, "{\"done\":150,\"pending\":0,\"processing\":0}");
+    free(c);
+    queue_close(q);
+    json_decref(first);
+    json_decref(rest);
+    buf_free(&body);
+    free(given);
+    free(ids);
+    free(ids2);
+}
+
 /* ---- PHP storh's lines (STORH_PHP_DIR) ---- */
 
 static const char php_script[] =
@@ -379,6 +510,7 @@ static const test_case tests[] = {
     TEST_ENTRY(replayed_payload_bytes_answer_as_trees_did),
     TEST_ENTRY(bodies_not_in_canonical_form_are_left_to_the_tree_path),
     TEST_ENTRY(complete_ids_read_from_the_body_as_decoded),
+    TEST_ENTRY(big_batches_apply_as_their_replay),
 };
 
 /* run only when named: registered with -DSTORH_PHP_DIR */

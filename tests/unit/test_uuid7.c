@@ -108,9 +108,35 @@ TEST(now_ids_are_monotonic)
     }
 }
 
+/* A batch of "now" ids (an enqueue's jobs without one) continues the
+ * single ids' order, and the single ids after it continue the batch's. */
+TEST(batch_ids_continue_the_monotonic_order)
+{
+    enum { N = 20000 };
+    static char ids[N + 2][UUID7_LEN + 1];
+    CHECK_INT(uuid7_generate(ids[0], -1, NULL), 0);
+    CHECK_INT(uuid7_generate_many(ids + 1, N, NULL), 0);
+    CHECK_INT(uuid7_generate(ids[N + 1], -1, NULL), 0);
+    for (int i = 0; i < N + 2; i++) {
+        if (!uuid7_is_valid(ids[i], UUID7_LEN)) {
+            CHECK(uuid7_is_valid(ids[i], UUID7_LEN));
+            break;
+        }
+        if (i && strcmp(ids[i - 1], ids[i]) >= 0) {
+            CHECK(strcmp(ids[i - 1], ids[i]) < 0);
+            break;
+        }
+    }
+    CHECK_INT(uuid7_generate_many(ids, 0, NULL), 0);
+}
+
 static const test_case tests[] = {
-    TEST_ENTRY(format_matches_storh),  TEST_ENTRY(validate),
-    TEST_ENTRY(timestamp_and_bounds),  TEST_ENTRY(explicit_ts_counts_up),
-    TEST_ENTRY(now_ids_are_monotonic), TEST_ENTRY(validate_every_byte_at_every_position),
+    TEST_ENTRY(format_matches_storh),
+    TEST_ENTRY(validate),
+    TEST_ENTRY(timestamp_and_bounds),
+    TEST_ENTRY(explicit_ts_counts_up),
+    TEST_ENTRY(now_ids_are_monotonic),
+    TEST_ENTRY(validate_every_byte_at_every_position),
+    TEST_ENTRY(batch_ids_continue_the_monotonic_order),
 };
 TEST_MAIN(tests)
