@@ -24,6 +24,7 @@
 #include "fwatch.h"
 #include "dirwatch.h"
 #include "logwatch.h"
+#include "mempolicy.h"
 #include "rcache.h"
 #include "runner.h"
 
@@ -35,6 +36,8 @@ static const char *arg(const char *a, const char *name)
 
 int main(int argc, char **argv)
 {
+    /* the engines run under the heap policy storhd runs them under */
+    mempolicy_apply(0);
     const char *cmd = argc > 1 ? argv[1] : "run";
     harness_opts o = {.dataset = 1000,
                       .engine = "all",

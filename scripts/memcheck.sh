@@ -26,10 +26,11 @@ cd build/memcheck
 # the contract check (Python) runs in the normal ctest passes, not under
 # valgrind; so do the power-cut tests: their FUSE filesystem relays syncfs
 # through a seccomp user notification, which valgrind cannot run (they run
-# under ASan and UBSan instead); and the many-tenants tests, which bound the
-# process's descriptors and RSS, both of which valgrind itself changes
+# under ASan and UBSan instead); the many-tenants tests, which bound the
+# process's descriptors and RSS, both of which valgrind itself changes; and
+# test_mempolicy, which checks glibc's heap, replaced by valgrind's
 ctest -T memcheck -j"$(nproc)" --output-on-failure \
-  -E "http_trial_smoke|bench_gate|prometheus_|contract_|test_powerfs|test_powercut|test_tenants" -FA contract \
+  -E "http_trial_smoke|bench_gate|prometheus_|contract_|test_powerfs|test_powercut|test_tenants|test_mempolicy" -FA contract \
   --overwrite "MemoryCheckCommandOptions=$opts" "$@"
 # ctest counts memcheck defects without failing on them: the storhd logs
 # must be empty as well

@@ -4,8 +4,11 @@
 #include <jansson.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "accesslog.h"
@@ -20,6 +23,7 @@
 #include "h_mirror.h"
 #include "http.h"
 #include "longpoll.h"
+#include "mempolicy.h"
 #include "metrics.h"
 #include "rcache.h"
 #include "routes.h"
@@ -55,6 +59,35 @@ static void bound_arenas(void)
         return;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     mallopt(M_ARENA_MAX, (int)(cpus < 2 ? 2 : cpus > 64 ? 64 : cpus));
+}
+
+/* Seconds without a request after which the heap's free memory goes back
+ * to the system (mempolicy.h: the heap keeps what operations free, for the
+ * next ones; an idle server keeps nothing it does not use). */
+#define IDLE_RELEASE_S 10
+
+/* Waits for SIGINT or SIGTERM (blocked in set) and returns it; meanwhile,
+ * once per quiet spell of IDLE_RELEASE_S seconds, releases the heap. */
+static int wait_for_signal(const sigset_t *set)
+{
+    uint64_t seen = metrics_requests_total();
+    int quiet = 0;
+    bool released = false;
+    for (;;) {
+        struct timespec second = {1, 0};
+        int sig = sigtimedwait(set, NULL, &second);
+        if (sig > 0)
+            return sig;
+        uint64_t now = metrics_requests_total();
+        if (now != seen) {
+            seen = now;
+            quiet = 0;
+            released = false;
+        } else if (!released && ++quiet >= IDLE_RELEASE_S) {
+            mempolicy_release();
+            released = true;
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -129,6 +162,7 @@ int main(int argc, char **argv)
     budget_init(&svc.cfg, svc.cfg.rpc_conninfo ? (size_t)svc.cfg.rpc_pool : 0,
                 svc.cfg.mirrors ? json_object_size(svc.cfg.mirrors) : 1, &svc.budget);
     svc.cfg.max_conns = svc.budget.max_conns;
+    size_t heap_keep = mempolicy_apply(svc.budget.memory_limit);
     rcache_set_budget(svc.budget.cache_bytes_total);
     fwatch_set_enabled(config_cache_watch(&svc.cfg) == 1);
     logwatch_set_enabled(config_cache_watch(&svc.cfg) == 1);
@@ -164,14 +198,15 @@ int main(int argc, char **argv)
                               svc.auth   ? "RS256 JWT on /v1 and /rpc"
                               : loopback ? "none: no JWT key configured, serving on loopback only"
                                          : "none: --insecure-no-auth"));
-    accesslog_event("budget", json_pack("{sIsIsIsIsssI}", "fd_limit", (json_int_t)svc.budget.nofile,
-                                        "max_conns", (json_int_t)svc.budget.max_conns,
-                                        "max_open_engines", (json_int_t)svc.budget.max_open_engines,
-                                        "memory_limit", (json_int_t)svc.budget.memory_limit,
-                                        "memory_from", svc.budget.memory_from, "cache_bytes_total",
-                                        (json_int_t)svc.budget.cache_bytes_total));
-    int sig = 0;
-    sigwait(&set, &sig);
+    accesslog_event("budget",
+                    json_pack("{sIsIsIsIsssIsI}", "fd_limit", (json_int_t)svc.budget.nofile,
+                              "max_conns", (json_int_t)svc.budget.max_conns, "max_open_engines",
+                              (json_int_t)svc.budget.max_open_engines, "memory_limit",
+                              (json_int_t)svc.budget.memory_limit, "memory_from",
+                              svc.budget.memory_from, "cache_bytes_total",
+                              (json_int_t)svc.budget.cache_bytes_total, "heap_keep",
+                              (json_int_t)heap_keep));
+    int sig = wait_for_signal(&set);
     accesslog_event("stopping", json_pack("{si}", "signal", sig));
     /* parked long polls answer, queued writes finish, then the server stops */
     longpoll_stop();

@@ -1,0 +1,32 @@
+#include "mempolicy.h"
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int left_to_environment(void)
+{
+    const char *t = getenv("GLIBC_TUNABLES");
+    return (t && strstr(t, "glibc.malloc.")) || getenv("MALLOC_MMAP_THRESHOLD_") ||
+           getenv("MALLOC_TRIM_THRESHOLD_");
+}
+
+size_t mempolicy_apply(uint64_t memory_limit)
+{
+    if (left_to_environment())
+        return 0;
+    size_t keep = MEMPOLICY_KEEP_MAX;
+    if (memory_limit && memory_limit / 32 < keep)
+        keep = (size_t)(memory_limit / 32);
+    if (keep < ((size_t)128 << 10)) /* glibc's own start: never below it */
+        keep = (size_t)128 << 10;
+    /* a fixed threshold also stops glibc moving it with each free */
+    if (!mallopt(M_MMAP_THRESHOLD, (int)keep) || !mallopt(M_TRIM_THRESHOLD, (int)(2 * keep)))
+        return 0;
+    return keep;
+}
+
+void mempolicy_release(void)
+{
+    malloc_trim(0);
+}

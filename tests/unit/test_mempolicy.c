@@ -1,0 +1,97 @@
+/* test_mempolicy: the process's heap policy (mempolicy.h): a block of
+ * megabytes comes from the heap, stays in it when freed and is served
+ * again from it; a memory limit bounds what is kept; glibc tunables in the
+ * environment leave the policy to them. glibc's allocator only: under
+ * ASan (its own allocator, whose mallopt refuses) the policy must say it
+ * applied nothing; valgrind's allocator is not run here (memcheck.sh). */
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../test.h"
+#include "mempolicy.h"
+
+#define BLOCK ((size_t)4 << 20)
+
+TEST(a_big_block_is_served_from_the_heap_and_kept)
+{
+    size_t keep = mempolicy_apply(0);
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK_INT(keep, 0);
+#else
+    CHECK_INT(keep, MEMPOLICY_KEEP_MAX);
+    struct mallinfo2 before = mallinfo2();
+    char *p = malloc(BLOCK);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    memset(p, 1, BLOCK);
+    struct mallinfo2 in_use = mallinfo2();
+    /* not a mapping of its own (glibc's default for anything over 128 KiB) */
+    CHECK_INT(in_use.hblkhd, before.hblkhd);
+    CHECK(in_use.arena >= before.arena + BLOCK || in_use.uordblks >= before.uordblks + BLOCK);
+    free(p);
+    struct mallinfo2 freed = mallinfo2();
+    /* kept: the heap did not give its top back */
+    CHECK(freed.fordblks >= BLOCK);
+    CHECK_INT(freed.arena, in_use.arena);
+    char *q = malloc(BLOCK);
+    CHECK(q != NULL);
+    struct mallinfo2 again = mallinfo2();
+    CHECK_INT(again.hblkhd, before.hblkhd);
+    CHECK_INT(again.arena, in_use.arena); /* served from what was kept */
+    free(q);
+    /* the release gives it back */
+    mempolicy_release();
+    CHECK(mallinfo2().arena < in_use.arena || mallinfo2().fordblks < BLOCK);
+#endif
+}
+
+TEST(a_memory_limit_bounds_what_is_kept)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK_INT(mempolicy_apply((uint64_t)256 << 20), 0);
+#else
+    CHECK_INT(mempolicy_apply((uint64_t)256 << 20), (size_t)8 << 20);
+    CHECK_INT(mempolicy_apply((uint64_t)64 << 20), (size_t)2 << 20);
+    CHECK_INT(mempolicy_apply((uint64_t)1 << 20), (size_t)128 << 10); /* never below glibc's */
+    CHECK_INT(mempolicy_apply((uint64_t)64 << 30), MEMPOLICY_KEEP_MAX);
+    /* with a small keep a block past it is a mapping again, as by default */
+    CHECK_INT(mempolicy_apply((uint64_t)64 << 20), (size_t)2 << 20);
+    struct mallinfo2 before = mallinfo2();
+    char *p = malloc(BLOCK);
+    CHECK(p != NULL);
+    CHECK(mallinfo2().hblkhd >= before.hblkhd + BLOCK);
+    free(p);
+#endif
+}
+
+TEST(the_environment_s_malloc_tunables_stand)
+{
+    static const char *const vars[][2] = {
+        {"GLIBC_TUNABLES", "glibc.malloc.trim_threshold=1048576"},
+        {"MALLOC_MMAP_THRESHOLD_", "1048576"},
+        {"MALLOC_TRIM_THRESHOLD_", "1048576"},
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        setenv(vars[i][0], vars[i][1], 1);
+        CHECK_INT(mempolicy_apply(0), 0);
+        unsetenv(vars[i][0]);
+    }
+    /* tunables of something else do not count */
+    setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK_INT(mempolicy_apply(0), 0);
+#else
+    CHECK_INT(mempolicy_apply(0), MEMPOLICY_KEEP_MAX);
+#endif
+    unsetenv("GLIBC_TUNABLES");
+}
+
+static const test_case tests[] = {
+    TEST_ENTRY(a_big_block_is_served_from_the_heap_and_kept),
+    TEST_ENTRY(a_memory_limit_bounds_what_is_kept),
+    TEST_ENTRY(the_environment_s_malloc_tunables_stand),
+};
+
+TEST_MAIN(tests)
