@@ -1,8 +1,12 @@
 #include "mempolicy.h"
 
 #include <malloc.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+static _Atomic size_t kept;
+static _Atomic uint64_t releases;
 
 static int left_to_environment(void)
 {
@@ -13,6 +17,7 @@ static int left_to_environment(void)
 
 size_t mempolicy_apply(uint64_t memory_limit)
 {
+    atomic_store(&kept, 0);
     if (left_to_environment())
         return 0;
     size_t keep = MEMPOLICY_KEEP_MAX;
@@ -23,10 +28,18 @@ size_t mempolicy_apply(uint64_t memory_limit)
     /* a fixed threshold also stops glibc moving it with each free */
     if (!mallopt(M_MMAP_THRESHOLD, (int)keep) || !mallopt(M_TRIM_THRESHOLD, (int)(2 * keep)))
         return 0;
+    atomic_store(&kept, keep);
     return keep;
 }
 
 void mempolicy_release(void)
 {
     malloc_trim(0);
+    atomic_fetch_add(&releases, 1);
+}
+
+void mempolicy_stats(size_t *keep, uint64_t *n)
+{
+    *keep = atomic_load(&kept);
+    *n = atomic_load(&releases);
 }

@@ -28,7 +28,10 @@
  * MALLOC_TRIM_THRESHOLD_): the operator's choice stands. Returns the
  * keep in force, 0 when left to the environment. */
 size_t mempolicy_apply(uint64_t memory_limit);
-/* Gives the heap's free memory back to the system (malloc_trim). */
+/* Gives the heap's free memory back to the system (malloc_trim); counted. */
 void mempolicy_release(void);
+/* For /metrics: the keep mempolicy_apply set last (0: none) and the
+ * releases so far. Thread-safe. */
+void mempolicy_stats(size_t *keep, uint64_t *releases);
 
 #endif

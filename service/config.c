@@ -37,6 +37,9 @@ static const opt_def opts[] = {
     {"max-conns-per-ip", "STORHD_MAX_CONNS_PER_IP", OPT_INT, OFF(max_conns_per_ip),
      "concurrent connections from one client address, 0 = no limit (default 0; behind a "
      "proxy every client has its address)"},
+    {"heap-release-idle", "STORHD_HEAP_RELEASE_IDLE", OPT_INT, OFF(heap_release_idle),
+     "seconds without a request after which the heap's free memory goes back to the system, "
+     "0 = never (default 10)"},
     {"access-log", "STORHD_ACCESS_LOG", OPT_BOOL, OFF(access_log),
      "log every request as a JSON line on stderr (default true)"},
     {"insecure-no-auth", "STORHD_INSECURE_NO_AUTH", OPT_BOOL, OFF(insecure_no_auth),
@@ -174,7 +177,7 @@ static int set_opt(config *cfg, const opt_def *o, const char *v, const char *whe
         long n = strtol(v, &end, 10);
         bool zero_ok = o->offset == OFF(cache_entries) || o->offset == OFF(jwt_leeway) ||
                        o->offset == OFF(rpc_cache_ttl) || o->offset == OFF(max_conns_per_ip) ||
-                       o->offset == OFF(rpc_queue);
+                       o->offset == OFF(rpc_queue) || o->offset == OFF(heap_release_idle);
         if (errno || *end || end == v || n < (zero_ok ? 0 : 1) || n > 100000000) {
             fprintf(stderr, "storhd: %s %s: expected an integer >= %d, got '%s'\n", where, o->flag,
                     zero_ok ? 0 : 1, v);
@@ -273,6 +276,7 @@ int config_load(config *cfg, int argc, char **argv)
     cfg->max_body = 1024 * 1024;
     cfg->threads = allowed_cpus();
     cfg->conn_timeout = 30;
+    cfg->heap_release_idle = 10;
     cfg->max_conns = 1024;
     cfg->access_log = true;
     cfg->workers = 32;

@@ -15,12 +15,14 @@ typedef struct config {
     char *listen_host; /* numeric IPv4/IPv6 address */
     int listen_port;
     char *config_file;
-    size_t max_body;      /* bytes; larger JSON bodies and NDJSON lines get 413 */
-    int threads;          /* HTTP event loops (each an epoll thread) */
-    int conn_timeout;     /* seconds a connection may stay idle */
-    unsigned max_conns;   /* concurrent connections */
-    int max_conns_per_ip; /* from one client address; 0: no limit */
-    bool access_log;      /* one JSON line per request on stderr */
+    size_t max_body;       /* bytes; larger JSON bodies and NDJSON lines get 413 */
+    int threads;           /* HTTP event loops (each an epoll thread) */
+    int conn_timeout;      /* seconds a connection may stay idle */
+    unsigned max_conns;    /* concurrent connections */
+    int max_conns_per_ip;  /* from one client address; 0: no limit */
+    int heap_release_idle; /* seconds without a request before the heap is
+                            * given back (mempolicy_release); 0: never */
+    bool access_log;       /* one JSON line per request on stderr */
     bool insecure_no_auth;
     int workers;              /* threads for blocking engine calls */
     size_t log_segment_bytes; /* default segment size of a log */

@@ -61,14 +61,11 @@ static void bound_arenas(void)
     mallopt(M_ARENA_MAX, (int)(cpus < 2 ? 2 : cpus > 64 ? 64 : cpus));
 }
 
-/* Seconds without a request after which the heap's free memory goes back
- * to the system (mempolicy.h: the heap keeps what operations free, for the
- * next ones; an idle server keeps nothing it does not use). */
-#define IDLE_RELEASE_S 10
-
 /* Waits for SIGINT or SIGTERM (blocked in set) and returns it; meanwhile,
- * once per quiet spell of IDLE_RELEASE_S seconds, releases the heap. */
-static int wait_for_signal(const sigset_t *set)
+ * once per quiet spell of idle_s seconds (0: never), gives the heap's free
+ * memory back (mempolicy.h: the heap keeps what operations free, for the
+ * next ones; an idle server keeps nothing it does not use). */
+static int wait_for_signal(const sigset_t *set, int idle_s)
 {
     uint64_t seen = metrics_requests_total();
     int quiet = 0;
@@ -83,7 +80,7 @@ static int wait_for_signal(const sigset_t *set)
             seen = now;
             quiet = 0;
             released = false;
-        } else if (!released && ++quiet >= IDLE_RELEASE_S) {
+        } else if (idle_s > 0 && !released && ++quiet >= idle_s) {
             mempolicy_release();
             released = true;
         }
@@ -206,7 +203,7 @@ int main(int argc, char **argv)
                               svc.budget.memory_from, "cache_bytes_total",
                               (json_int_t)svc.budget.cache_bytes_total, "heap_keep",
                               (json_int_t)heap_keep));
-    int sig = wait_for_signal(&set);
+    int sig = wait_for_signal(&set, svc.cfg.heap_release_idle);
     accesslog_event("stopping", json_pack("{si}", "signal", sig));
     /* parked long polls answer, queued writes finish, then the server stops */
     longpoll_stop();

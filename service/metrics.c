@@ -15,6 +15,7 @@
 #include "docgroup.h"
 #include "estats.h"
 #include "longpoll.h"
+#include "mempolicy.h"
 #include "mirror.h"
 #include "rcache.h"
 #include "rpc.h"
@@ -411,6 +412,16 @@ static void render_process(buf *out, service *svc)
                "# HELP process_start_time_seconds Start time since the epoch.\n"
                "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %lld\n",
                cpu, rss_bytes(), pss_bytes(), budget_fds_in_use(), (long long)started);
+    size_t keep;
+    uint64_t releases;
+    mempolicy_stats(&keep, &releases);
+    metrics_family(out, "storhd_heap_keep_bytes", "gauge",
+                   "Largest freed block the heap keeps for the next operation (0: glibc's "
+                   "policy, left to the environment).");
+    buf_printf(out, "storhd_heap_keep_bytes %zu\n", keep);
+    metrics_family(out, "storhd_heap_releases_total", "counter",
+                   "Times the heap's free memory was given back after a quiet spell.");
+    buf_printf(out, "storhd_heap_releases_total %llu\n", (unsigned long long)releases);
     struct statvfs vfs;
     if (statvfs(svc->cfg.root, &vfs) != 0)
         return;
