@@ -1,5 +1,6 @@
 #include "idmap.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,8 +142,10 @@ void *idmap_get(const idmap *m, const char *key)
 void idmap_prefetch(const idmap *m, size_t hash)
 {
     const unsigned char *s = slot(m, hash & (m->cap - 1));
-    __builtin_prefetch(s);
-    __builtin_prefetch(s + m->slot_size - 1); /* a slot may straddle two lines */
+    /* every cache line of the slot (an 88-byte slot may touch three) */
+    for (size_t at = 0; at < m->slot_size; at += 64)
+        __builtin_prefetch(s + at);
+    __builtin_prefetch(s + m->slot_size - 1);
 }
 
 void *idmap_get_hashed(const idmap *m, const char *key, size_t hash)
@@ -191,7 +194,11 @@ bool idmap_del(idmap *m, const char *key)
 
 void idmap_remove(idmap *m, void *value)
 {
-    ((unsigned char *)value - VALUE_OFF)[0] = SLOT_TOMB;
+    unsigned char *s = (unsigned char *)value - VALUE_OFF;
+    assert(s[0] == SLOT_FULL); /* a live entry's value, or len and tombs go wrong */
+    if (s[0] != SLOT_FULL)
+        return;
+    s[0] = SLOT_TOMB;
     m->len--;
     m->tombs++;
 }

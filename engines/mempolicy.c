@@ -25,8 +25,11 @@ size_t mempolicy_apply(uint64_t memory_limit)
         keep = (size_t)(memory_limit / 32);
     if (keep < ((size_t)128 << 10)) /* glibc's own start: never below it */
         keep = (size_t)128 << 10;
-    /* a fixed threshold also stops glibc moving it with each free */
-    if (!mallopt(M_MMAP_THRESHOLD, (int)keep) || !mallopt(M_TRIM_THRESHOLD, (int)(2 * keep)))
+    /* a fixed threshold also stops glibc moving it with each free; an
+     * allocator that is not glibc's (a sanitizer's) answers 0 or -1 */
+    if (mallopt(M_MMAP_THRESHOLD, (int)keep) != 1)
+        return 0;
+    if (mallopt(M_TRIM_THRESHOLD, (int)(2 * keep)) != 1) /* glibc: never */
         return 0;
     atomic_store(&kept, keep);
     return keep;

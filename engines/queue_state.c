@@ -31,20 +31,26 @@ int queue__qstate_reserve(qstate *s, size_t more)
 {
     if (idmap_reserve(&s->jobs, s->jobs.len + more) != 0)
         return -1;
-    size_t live = s->n - s->head;
     if (s->n + more <= s->cap)
         return 0;
-    if (s->head && live + more <= s->cap) { /* the consumed front makes room */
+    /* as push_order grows it: the consumed front reclaimed when it is most
+     * of the array, else twice the room (or what the batch needs), so that
+     * a run of one-job enqueues costs amortised O(1) each */
+    size_t live = s->n - s->head;
+    if (s->head > s->n / 2 && live + more <= s->cap) {
         memmove(s->order, s->order + s->head, live * sizeof *s->order);
         s->n = live;
         s->head = 0;
         return 0;
     }
-    order_ent *o = realloc(s->order, (s->n + more) * sizeof *o);
+    size_t cap = s->cap ? s->cap * 2 : 256;
+    if (cap < s->n + more)
+        cap = s->n + more;
+    order_ent *o = realloc(s->order, cap * sizeof *o);
     if (!o)
         return -1;
     s->order = o;
-    s->cap = s->n + more;
+    s->cap = cap;
     return 0;
 }
 

@@ -86,6 +86,16 @@ struct http_server {
     evloop *loop;
 };
 
+/* Requests of the API (/v1, /rpc: the routes that take a token) begun
+ * and ended: what the service's idle release watches (probes and scrapes
+ * are not work). */
+static _Atomic uint64_t work_events;
+
+uint64_t http_work_events(void)
+{
+    return atomic_load_explicit(&work_events, memory_order_relaxed);
+}
+
 static uint64_t now_us(void)
 {
     struct timespec ts;
@@ -324,6 +334,8 @@ static bool req_begin(http_req *req)
         return false;
     }
     req->route = &svc->routes[req->m.index];
+    if (req->route->auth == ROUTE_AUTH_TOKEN)
+        atomic_fetch_add_explicit(&work_events, 1, memory_order_relaxed);
     char msg[160];
     if (!route_check_params(&req->m, msg, sizeof msg))
         return http_fail(req, 400, "%s", msg), false;
@@ -512,6 +524,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     uint64_t out = atomic_load(&req->bytes_out);
     int ridx = req->route ? (int)(req->route - svc->routes) : -1;
     metrics_observe(ridx, status, us, req->bytes_in, out);
+    if (req->route && req->route->auth == ROUTE_AUTH_TOKEN)
+        atomic_fetch_add_explicit(&work_events, 1, memory_order_relaxed);
     if (svc->cfg.access_log)
         accesslog_write(req->method, req->route ? req->route->pattern : "unmatched", req->url,
                         status, us, req->bytes_in, out, req->log_error[0] ? req->log_error : NULL);

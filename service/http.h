@@ -23,6 +23,10 @@ int http_start(service *svc, http_server **out, char *msg, size_t cap);
 void http_stop(http_server *s);
 /* The port actually bound (useful with port 0). */
 int http_port(const http_server *s);
+/* Counts each API request (a route that takes a token: /v1, /rpc) when it
+ * begins and when it ends; probes, scrapes and the contract do not count.
+ * Thread-safe. */
+uint64_t http_work_events(void);
 
 /* ---- for handlers ---- */
 service *http_service(http_req *req);

@@ -62,12 +62,16 @@ static void bound_arenas(void)
 }
 
 /* Waits for SIGINT or SIGTERM (blocked in set) and returns it; meanwhile,
- * once per quiet spell of idle_s seconds (0: never), gives the heap's free
- * memory back (mempolicy.h: the heap keeps what operations free, for the
- * next ones; an idle server keeps nothing it does not use). */
+ * once per quiet spell of idle_s seconds (0: never) in which no API request
+ * began or ended (probes and scrapes do not count: a health check every
+ * few seconds is no work), gives the heap's free memory back (mempolicy.h:
+ * the heap keeps what operations free, for the next ones; an idle server
+ * keeps nothing it does not use). A request running through the whole
+ * spell (a long export) may see its freed pages go back; it only costs
+ * their first touch again. */
 static int wait_for_signal(const sigset_t *set, int idle_s)
 {
-    uint64_t seen = metrics_requests_total();
+    uint64_t seen = http_work_events();
     int quiet = 0;
     bool released = false;
     for (;;) {
@@ -75,7 +79,7 @@ static int wait_for_signal(const sigset_t *set, int idle_s)
         int sig = sigtimedwait(set, NULL, &second);
         if (sig > 0)
             return sig;
-        uint64_t now = metrics_requests_total();
+        uint64_t now = http_work_events();
         if (now != seen) {
             seen = now;
             quiet = 0;
@@ -90,7 +94,7 @@ static int wait_for_signal(const sigset_t *set, int idle_s)
 int main(int argc, char **argv)
 {
     bound_arenas();
-    /* SIGINT and SIGTERM are taken by sigwait at the end of main, so every
+    /* SIGINT and SIGTERM are taken by sigtimedwait (wait_for_signal) at the end of main, so every
      * thread must block them: block them before the first thread exists
      * (threads inherit the mask). Else the kernel may hand SIGTERM to a
      * worker, whose default action ends the process without shutting down. */

@@ -57,19 +57,11 @@ void metrics_free(void)
     stats = NULL;
 }
 
-static _Atomic uint64_t requests_total;
-
-uint64_t metrics_requests_total(void)
-{
-    return atomic_load_explicit(&requests_total, memory_order_relaxed);
-}
-
 void metrics_observe(int route_index, int status, uint64_t usec, uint64_t bytes_in,
                      uint64_t bytes_out)
 {
     if (!stats)
         return;
-    atomic_fetch_add_explicit(&requests_total, 1, memory_order_relaxed);
     size_t r = (route_index >= 0 && (size_t)route_index < nroutes) ? (size_t)route_index : nroutes;
     route_stats *s = &stats[r];
     if (status >= STATUS_MIN && status < STATUS_MIN + STATUS_SPAN)

@@ -19,8 +19,6 @@ int metrics_init(const route *table, size_t n_routes);
 void metrics_free(void);
 void metrics_observe(int route_index, int status, uint64_t usec, uint64_t bytes_in,
                      uint64_t bytes_out);
-/* Requests observed since start (every route, every status). */
-uint64_t metrics_requests_total(void);
 /* Appends the whole exposition (text format 0.0.4) of svc to out. */
 void metrics_render(buf *out, service *svc);
 /* The HELP and TYPE lines that open a family; its samples follow. */

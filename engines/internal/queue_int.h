@@ -1,7 +1,9 @@
 /* queue_int: the private layout of a queue (struct queue, its in-memory
  * job state) and the helpers its modules share: queue_state.c (the state
- * machine, no files), queue.c (open, replay, operations), queue_bytes.c
- * (the byte path) and queue_maint.c (counts, stats, verify, repair).
+ * machine, no files), queue.c (open, replay, operations), queue_events.c
+ * (the event lines an operation writes and the notes it applies them
+ * from), queue_bytes.c (the byte path) and queue_maint.c (counts, stats,
+ * verify, repair).
  * Included only by those files. */
 #ifndef STORH_QUEUE_INT_H
 #define STORH_QUEUE_INT_H
@@ -129,8 +131,10 @@ json_t *queue__payload_tree(const job *j);
 int queue__payload_bytes(const job *j, buf *out, storh_err *err);
 int queue__qstate_init(qstate *s);
 /* Makes room for more jobs than the state holds (map and claim order), so
- * that an enqueue of that many grows nothing while it applies. -1 when out
- * of memory (the state unchanged; the enqueue then grows as it goes). */
+ * that an enqueue of that many grows nothing while it applies; grows as
+ * the state would (doubling), never by less. -1 when out of memory (the
+ * jobs and their order unchanged, though the map may have been rehashed;
+ * the enqueue then grows as it goes). */
 int queue__qstate_reserve(qstate *s, size_t more);
 void queue__qstate_free(qstate *s);
 bool queue__apply_line(qstate *s, const char *p, size_t n, char *msg, size_t cap);
@@ -145,18 +149,34 @@ int queue__with_lock(queue *q, locked_fn fn, void *arg, storh_err *err);
 /* As queue__with_lock; with staged, a batch of more than one event goes
  * through a qstage, so a crash leaves all of its events or none. */
 int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, storh_err *err);
-/* An event line under construction in q->ev: event_begin writes
- * {"op":"<op>","id":"<id>", the caller appends its fields, event_end adds
- * the ts, frames the line into lines and notes the event for applying
+/* queue_events.c. An event line under construction in q->ev: event_begin
+ * writes {"op":"<op>","id":"<id>", the caller appends its fields, event_end
+ * adds the ts, frames the line into lines and notes the event for applying
  * (payload: an enqueue's tree, taken; or NULL and raw, rawlen: its
  * canonical object bytes, borrowed until the operation ends). */
 void queue__event_begin(queue *q, const char *op, const char *id);
 void queue__event_end(queue *q, buf *lines, const char *op, const char *id, int64_t ts, bool done,
                       json_t *payload, bool keyed, const char *raw, size_t rawlen);
+/* One event without a payload (claim, complete, requeue, purge), with the
+ * JSON fields extra (or NULL) before ts, framed into lines and noted; j:
+ * the job of id, which the operation found (event_fields.hint). */
+void queue__event(queue *q, buf *lines, const char *op, const char *id, const char *extra,
+                  int64_t ts, bool done, job *j);
+/* The payload the state keeps for an enqueue of payload, whose encoding is
+ * enc (a new reference); *keyed as event_fields.keyed. */
+json_t *queue__own_payload(const json_t *payload, const char *enc, size_t len, bool *keyed);
+/* Room for n more notes at once: a batch of n events grows nothing. */
+void queue__own_reserve(queue *q, size_t n);
 /* Before an enqueue of n jobs: room for their notes and their state, so
  * that neither grows (a copy and fresh pages per doubling) while the
  * batch is encoded and applied. */
 void queue__reserve_enqueues(queue *q, size_t n);
+/* Applies the operation's notes, as queue__apply_bytes would its lines
+ * (written at log offset base); queue__own_clear drops them. */
+void queue__apply_own(queue *q, uint64_t base);
+void queue__own_clear(queue *q);
+/* Records a bad event line (queue_verify lists them). */
+void queue__note_bad(queue *q, uint64_t off, uint64_t len, long line, const char *msg);
 /* Appends a claim event per pending job in claim order, up to limit, and
  * hands each job to fn first (a job fn refuses, by returning non-zero, is
  * not claimed and the operation fails with that code). */

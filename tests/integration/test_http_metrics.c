@@ -282,7 +282,9 @@ static double sample_of(const char *text, const char *name)
 /* storhd runs with --heap-release-idle 1: after bulk queue calls (an
  * enqueue of 25,000 jobs, 3.4 MB of body) the heap keeps what they freed
  * (their blocks of megabytes are not mappings of their own), and a second
- * without a request gives it back. */
+ * without an API request gives it back, scrapes or not. Under a wrapper
+ * (valgrind, memcheck.sh) or ASan, whose heaps are not glibc's, only the
+ * release is checked. */
 TEST(the_heap_goes_back_after_a_quiet_spell)
 {
     char *text = scrape();
@@ -311,9 +313,11 @@ TEST(the_heap_goes_back_after_a_quiet_spell)
     text = scrape();
     double rss1 = sample_of(text, "process_resident_memory_bytes");
     free(text);
+    /* scraped four times a second meanwhile: probes and scrapes are no work,
+     * they must not hold the release off */
     double r = r0, rss2 = -1;
-    for (int i = 0; i < 5 && r <= r0; i++) { /* a tick finds the spell 1-2 s after a request */
-        sleep(3);
+    for (int i = 0; i < 60 && r <= r0; i++) {
+        usleep(250 * 1000);
         text = scrape();
         r = sample_of(text, "storhd_heap_releases_total");
         rss2 = sample_of(text, "process_resident_memory_bytes");
@@ -324,6 +328,8 @@ TEST(the_heap_goes_back_after_a_quiet_spell)
     (void)rss1; /* ASan's allocator keeps its own pages: no RSS to compare */
     (void)rss2;
 #else
+    if (getenv("STORHD_TEST_WRAPPER")) /* valgrind's heap, not glibc's */
+        return;
     /* the claims' lines, notes and answers, and the bodies, went back */
     if (!(rss2 > 0 && rss2 + (8 << 20) <= rss1))
         fprintf(stderr, "rss before the quiet spell %.0f, after %.0f\n", rss1, rss2);

@@ -422,6 +422,47 @@ TEST(big_batches_apply_as_their_replay)
     free(ids2);
 }
 
+/* One job at a time, a claim after every third: the claim order is
+ * reserved a job at a time and its consumed front reclaimed as the queue
+ * runs (queue__qstate_reserve), and the jobs still come out in order, as a
+ * replay of the log has them. */
+TEST(one_job_at_a_time_keeps_its_order_as_the_replay)
+{
+    enum { N = 3000 };
+    queue *q = open_q("drip");
+    long next = 0;
+    for (int i = 0; i < N; i++) {
+        char body[64];
+        snprintf(body, sizeof body, "{\"payload\":{\"n\":%d}}", i);
+        queue_jobs qj = QUEUE_JOBS_INIT;
+        CHECK(queue_jobs_read(body, strlen(body), &qj));
+        char ids[1][UUID7_LEN + 1];
+        CHECK_INT(queue_enqueue_jobs(q, &qj, ids, NULL), 0);
+        queue_jobs_free(&qj);
+        if (i % 3 == 2) {
+            json_t *c = claimed(q, 2);
+            for (size_t k = 0; k < json_array_size(c); k++, next++) {
+                json_t *p = json_object_get(json_array_get(c, k), "payload");
+                if (json_integer_value(json_object_get(p, "n")) != next)
+                    CHECK_INT(json_integer_value(json_object_get(p, "n")), next);
+            }
+            json_decref(c);
+        }
+    }
+    same_as_replay(q, "drip");
+    queue *r = open_q("drip");
+    json_t *rest = claimed(r, 10 * N);
+    CHECK_INT(json_array_size(rest), N - next);
+    for (size_t k = 0; k < json_array_size(rest); k++) {
+        json_t *p = json_object_get(json_array_get(rest, k), "payload");
+        if (json_integer_value(json_object_get(p, "n")) != next + (long)k)
+            CHECK_INT(json_integer_value(json_object_get(p, "n")), next + (long)k);
+    }
+    json_decref(rest);
+    queue_close(r);
+    queue_close(q);
+}
+
 /* ---- PHP storh's lines (STORH_PHP_DIR) ---- */
 
 static const char php_script[] =
@@ -511,6 +552,7 @@ static const test_case tests[] = {
     TEST_ENTRY(bodies_not_in_canonical_form_are_left_to_the_tree_path),
     TEST_ENTRY(complete_ids_read_from_the_body_as_decoded),
     TEST_ENTRY(big_batches_apply_as_their_replay),
+    TEST_ENTRY(one_job_at_a_time_keeps_its_order_as_the_replay),
 };
 
 /* run only when named: registered with -DSTORH_PHP_DIR */
