@@ -38,8 +38,8 @@ static const opt_def opts[] = {
      "concurrent connections from one client address, 0 = no limit (default 0; behind a "
      "proxy every client has its address)"},
     {"heap-release-idle", "STORHD_HEAP_RELEASE_IDLE", OPT_INT, OFF(heap_release_idle),
-     "seconds without a request after which the heap's free memory goes back to the system, "
-     "0 = never (default 10)"},
+     "seconds without an API request (/v1, /rpc) after which the heap's free memory goes "
+     "back to the system, 0 = never (default 10)"},
     {"access-log", "STORHD_ACCESS_LOG", OPT_BOOL, OFF(access_log),
      "log every request as a JSON line on stderr (default true)"},
     {"insecure-no-auth", "STORHD_INSECURE_NO_AUTH", OPT_BOOL, OFF(insecure_no_auth),
