@@ -366,6 +366,36 @@ int queue_enqueue_many(queue *q, const json_t *jobs, json_t **ids, storh_err *er
     return 0;
 }
 
+/* A walk over many jobs known ahead (a claim's order, a complete's ids):
+ * with ahead, the map slots of the keys QUEUE_AHEAD positions on are
+ * prefetched, their hashes kept for the lookup; without (a small
+ * operation), plain lookups and no hash it would not use. */
+typedef struct walk {
+    bool ahead;
+    size_t hs[QUEUE_AHEAD]; /* the hash of the key at position k, at k % QUEUE_AHEAD */
+} walk;
+
+/* Starts fetching the slot of key, the walk's k-th. */
+static void walk_prefetch(const idmap *m, walk *w, size_t k, const char *key)
+{
+    if (!w->ahead)
+        return;
+    w->hs[k % QUEUE_AHEAD] = idmap_hash(key);
+    idmap_prefetch(m, w->hs[k % QUEUE_AHEAD]);
+}
+
+/* The job of key, the walk's i-th, or NULL; then prefetches next, the key
+ * QUEUE_AHEAD positions on (NULL: none). */
+static job *walk_get(const idmap *m, walk *w, size_t i, const char *key, const char *next)
+{
+    if (!w->ahead)
+        return idmap_get(m, key);
+    job *j = idmap_get_hashed(m, key, w->hs[i % QUEUE_AHEAD]);
+    if (next)
+        walk_prefetch(m, w, i + QUEUE_AHEAD, next);
+    return j;
+}
+
 int queue__claim_each(queue *q, buf *lines, size_t limit, queue_claim_fn fn, void *ctx, size_t *n,
                       storh_err *err)
 {
@@ -375,25 +405,15 @@ int queue__claim_each(queue *q, buf *lines, size_t limit, queue_claim_fn fn, voi
     buf_reserve(lines, want * 96); /* a claim line is 87 bytes */
     queue__own_reserve(q, want);
     /* pick in FIFO order; the claim events move them to processing */
-    size_t i = s->head, hs[QUEUE_AHEAD];
-    bool ahead = want > QUEUE_AHEAD;
-    for (size_t k = 0; ahead && k < QUEUE_AHEAD && i + k < s->n; k++) {
-        hs[(i + k) % QUEUE_AHEAD] = idmap_hash(s->order[i + k].id);
-        idmap_prefetch(&s->jobs, hs[(i + k) % QUEUE_AHEAD]);
-    }
+    size_t i = s->head;
+    walk w = {.ahead = want > QUEUE_AHEAD};
+    for (size_t k = i; k < i + QUEUE_AHEAD && k < s->n; k++)
+        walk_prefetch(&s->jobs, &w, k, s->order[k].id);
     *n = 0;
     while (*n < limit && i < s->n) {
         order_ent *o = &s->order[i];
-        job *j;
-        if (ahead) {
-            j = idmap_get_hashed(&s->jobs, o->id, hs[i % QUEUE_AHEAD]);
-            if (i + QUEUE_AHEAD < s->n) {
-                hs[i % QUEUE_AHEAD] = idmap_hash(s->order[i + QUEUE_AHEAD].id);
-                idmap_prefetch(&s->jobs, hs[i % QUEUE_AHEAD]);
-            }
-        } else {
-            j = idmap_get(&s->jobs, o->id);
-        }
+        job *j = walk_get(&s->jobs, &w, i, o->id,
+                          i + QUEUE_AHEAD < s->n ? s->order[i + QUEUE_AHEAD].id : NULL);
         i++;
         if (!j || j->state != JOB_PENDING || j->seq != o->seq)
             continue;
@@ -476,23 +496,12 @@ static int do_complete(queue *q, void *a, buf *lines, storh_err *err)
     buf_reserve(lines, c->nids * 112); /* a complete line is 100 or 101 bytes */
     queue__own_reserve(q, c->nids < q->st.processing ? c->nids : q->st.processing);
     const char *extra = c->keep ? ",\"done\":true" : ",\"done\":false";
-    size_t hs[QUEUE_AHEAD];
-    bool ahead = c->nids > QUEUE_AHEAD;
-    for (size_t k = 0; ahead && k < QUEUE_AHEAD; k++) {
-        hs[k] = idmap_hash(c->ids[k]);
-        idmap_prefetch(&q->st.jobs, hs[k]);
-    }
+    walk w = {.ahead = c->nids > QUEUE_AHEAD};
+    for (size_t k = 0; k < QUEUE_AHEAD && k < c->nids; k++)
+        walk_prefetch(&q->st.jobs, &w, k, c->ids[k]);
     for (size_t i = 0; i < c->nids; i++) {
-        job *j;
-        if (ahead) {
-            j = idmap_get_hashed(&q->st.jobs, c->ids[i], hs[i % QUEUE_AHEAD]);
-            if (i + QUEUE_AHEAD < c->nids) {
-                hs[i % QUEUE_AHEAD] = idmap_hash(c->ids[i + QUEUE_AHEAD]);
-                idmap_prefetch(&q->st.jobs, hs[i % QUEUE_AHEAD]);
-            }
-        } else {
-            j = idmap_get(&q->st.jobs, c->ids[i]);
-        }
+        job *j = walk_get(&q->st.jobs, &w, i, c->ids[i],
+                          i + QUEUE_AHEAD < c->nids ? c->ids[i + QUEUE_AHEAD] : NULL);
         if (!j || j->state != JOB_PROCESSING || j->mark == mark)
             continue;
         j->mark = mark;

@@ -135,13 +135,19 @@ static void forget(qstate *s, job *j)
     idmap_remove(&s->jobs, j);
 }
 
+/* The map hash of an event's id: the one its writer computed, if any. */
+static size_t id_hash(const event_fields *f)
+{
+    return f->hash ? f->hash : idmap_hash(f->id);
+}
+
 /* Applies one event; false if its op is unknown. */
 static bool apply_event(qstate *s, const event_fields *f)
 {
     const char *op = f->op, *id = f->id;
     int64_t ts = f->ts;
     if (!strcmp(op, "enqueue")) {
-        job *j = idmap_put_hashed(&s->jobs, id, f->hash ? f->hash : idmap_hash(id), NULL);
+        job *j = idmap_put_hashed(&s->jobs, id, id_hash(f), NULL);
         if (!j)
             return false;
         drop_payload(j);
@@ -160,7 +166,7 @@ static bool apply_event(qstate *s, const event_fields *f)
         push_order(s, id, j->seq);
         return true;
     }
-    job *j = f->hint ? f->hint : idmap_get_hashed(&s->jobs, id, f->hash ? f->hash : idmap_hash(id));
+    job *j = f->hint ? f->hint : idmap_get_hashed(&s->jobs, id, id_hash(f));
     if (!strcmp(op, "claim")) {
         if (j && j->state == JOB_PENDING) {
             set_state(s, j, JOB_PROCESSING);

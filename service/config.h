@@ -20,8 +20,8 @@ typedef struct config {
     int conn_timeout;      /* seconds a connection may stay idle */
     unsigned max_conns;    /* concurrent connections */
     int max_conns_per_ip;  /* from one client address; 0: no limit */
-    int heap_release_idle; /* seconds without a request before the heap is
-                            * given back (mempolicy_release); 0: never */
+    int heap_release_idle; /* seconds without an API request before the heap
+                            * is given back (mempolicy_release); 0: never */
     bool access_log;       /* one JSON line per request on stderr */
     bool insecure_no_auth;
     int workers;              /* threads for blocking engine calls */
