@@ -38,6 +38,7 @@
 
 #include "client.h"
 #include "../support/daemon.h"
+#include "../support/metrictext.h"
 #include "../test.h"
 
 #define NOFILE 256
@@ -135,19 +136,6 @@ static void limit_fds(rlim_t n)
     CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
 }
 
-/* A sample of /metrics: the value of the line starting with key. */
-static double metric(const char *text, const char *key)
-{
-    const char *p = text;
-    size_t n = strlen(key);
-    while ((p = strstr(p, key))) {
-        if ((p == text || p[-1] == '\n') && p[n] == ' ')
-            return atof(p + n + 1);
-        p += n;
-    }
-    return -1;
-}
-
 static long rss_bytes(pid_t pid)
 {
     char path[64], line[256];
@@ -180,11 +168,11 @@ static void check_budgets(const char *when)
 {
     resp m = call("GET", "/metrics", NULL);
     CHECK_INT(m.status, 200);
-    double open = metric(m.body, "storhd_engines_open{kind=\"docs\"}") +
-                  metric(m.body, "storhd_engines_open{kind=\"log\"}") +
-                  metric(m.body, "storhd_engines_open{kind=\"queue\"}");
-    double budget = metric(m.body, "storhd_engines_budget");
-    double conn_fds = metric(m.body, "storhd_fds_budget{use=\"connections\"}");
+    double open = metrictext_value(m.body, "storhd_engines_open{kind=\"docs\"}") +
+                  metrictext_value(m.body, "storhd_engines_open{kind=\"log\"}") +
+                  metrictext_value(m.body, "storhd_engines_open{kind=\"queue\"}");
+    double budget = metrictext_value(m.body, "storhd_engines_budget");
+    double conn_fds = metrictext_value(m.body, "storhd_fds_budget{use=\"connections\"}");
     long fds = fds_of(d.pid), rss = rss_bytes(d.pid);
     if (open > budget || fds + conn_fds > NOFILE || rss > CACHE_TOTAL + RSS_SLACK)
         fprintf(stderr, "%s: engines %g of %g, fds %ld (+%g for connections) of %d, rss %ld\n",
@@ -282,8 +270,8 @@ TEST(tenants_under_budget)
     CHECK_INT(wrong, 0);
     check_budgets("after reading");
     resp m = call("GET", "/metrics", NULL);
-    double evictions = metric(m.body, "storhd_engine_events_total{event=\"eviction\"}");
-    double reopens = metric(m.body, "storhd_engine_events_total{event=\"reopen\"}");
+    double evictions = metrictext_value(m.body, "storhd_engine_events_total{event=\"eviction\"}");
+    double reopens = metrictext_value(m.body, "storhd_engine_events_total{event=\"reopen\"}");
     printf("%ld tenants: %g evictions, %g reopens, rss %ld MiB, fds %ld\n", n, evictions, reopens,
            rss_bytes(d.pid) >> 20, fds_of(d.pid));
     CHECK(n < 100 || (evictions > 0 && reopens > 0));
@@ -316,7 +304,7 @@ static double held_now(void)
     client_resp r;
     double v = -1;
     if (client_do(d.base, "GET", "/metrics", NULL, NULL, 0, NULL, 0, &r) == 0)
-        v = metric(r.body, "storhd_engines_held");
+        v = metrictext_value(r.body, "storhd_engines_held");
     client_free(&r);
     return v;
 }
@@ -401,7 +389,7 @@ static void out_of_descriptors(void)
             done(&r);
         }
     resp m = call("GET", "/metrics", NULL);
-    double budget = metric(m.body, "storhd_engines_budget");
+    double budget = metrictext_value(m.body, "storhd_engines_budget");
     done(&m);
     printf("with 64 descriptors: %ld written, %ld answered 503, engine budget learned: %g\n", ok,
            unavailable, budget);
@@ -572,7 +560,7 @@ TEST(php_writer_while_evicted)
     CHECK(strstr(r.body, "\"ok\":true") != NULL);
     done(&r);
     r = call("GET", "/metrics", NULL);
-    double reopens = metric(r.body, "storhd_engine_events_total{event=\"reopen\"}");
+    double reopens = metrictext_value(r.body, "storhd_engine_events_total{event=\"reopen\"}");
     printf("%g reopens\n", reopens);
     CHECK(reopens >= PHP_N);
     done(&r);

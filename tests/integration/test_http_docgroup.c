@@ -8,6 +8,7 @@
 
 #include "client.h"
 #include "../support/daemon.h"
+#include "../support/metrictext.h"
 #include "../test.h"
 
 #define CLIENTS 24
@@ -42,18 +43,6 @@ static void *post_one(void *arg)
     return NULL;
 }
 
-static double metric(const char *text, const char *name)
-{
-    const char *p = text;
-    size_t n = strlen(name);
-    while ((p = strstr(p, name))) {
-        if ((p == text || p[-1] == '\n') && p[n] == ' ')
-            return atof(p + n + 1);
-        p += n;
-    }
-    return -1;
-}
-
 TEST(concurrent_posts_keep_their_own_outcomes)
 {
     CHECK_INT(client_json(d.base, "PUT", "/v1/docs/grp/_schema",
@@ -63,7 +52,7 @@ TEST(concurrent_posts_keep_their_own_outcomes)
               200);
     client_resp m0;
     client_do(d.base, "GET", "/metrics", NULL, NULL, 0, NULL, 0, &m0);
-    double acked0 = metric(m0.body, "storhd_doc_group_acked_total");
+    double acked0 = metrictext_value(m0.body, "storhd_doc_group_acked_total");
     client_free(&m0);
 
     static client cs[CLIENTS];
@@ -110,11 +99,11 @@ TEST(concurrent_posts_keep_their_own_outcomes)
     client_resp m;
     client_do(d.base, "GET", "/metrics", NULL, NULL, 0, NULL, 0, &m);
     /* the 422s never reach a group; the 409s are in one but not acknowledged */
-    CHECK_INT(metric(m.body, "storhd_doc_group_acked_total") - acked0, created);
-    CHECK(metric(m.body, "storhd_doc_group_size_count") >= 1);
-    CHECK(metric(m.body, "storhd_doc_group_size_sum") >= created + conflicts);
-    CHECK(metric(m.body, "storhd_doc_group_wait_seconds_count") >= created + conflicts);
-    CHECK(metric(m.body, "storhd_doc_group_fsyncs_per_write") > 0);
+    CHECK_INT(metrictext_value(m.body, "storhd_doc_group_acked_total") - acked0, created);
+    CHECK(metrictext_value(m.body, "storhd_doc_group_size_count") >= 1);
+    CHECK(metrictext_value(m.body, "storhd_doc_group_size_sum") >= created + conflicts);
+    CHECK(metrictext_value(m.body, "storhd_doc_group_wait_seconds_count") >= created + conflicts);
+    CHECK(metrictext_value(m.body, "storhd_doc_group_fsyncs_per_write") > 0);
     CHECK(strstr(m.body, "storhd_doc_group_size_bucket{le=\"+Inf\"}") != NULL);
     client_free(&m);
 }

@@ -14,6 +14,7 @@
 #include "client.h"
 #include "../support/daemon.h"
 #include "../support/jwtkit.h"
+#include "../support/metrictext.h"
 #include "../test.h"
 #include "../tmpdir.h"
 #include "buf.h"
@@ -270,15 +271,6 @@ TEST(a_parked_claim_is_counted_until_a_job_wakes_it)
     free(text);
 }
 
-/* The value of the sample name (no labels) in a scrape, -1 if absent. */
-static double sample_of(const char *text, const char *name)
-{
-    char key[128];
-    snprintf(key, sizeof key, "\n%s ", name);
-    const char *p = text ? strstr(text, key) : NULL;
-    return p ? strtod(p + strlen(key), NULL) : -1;
-}
-
 /* storhd runs with --heap-release-idle 1: after bulk queue calls (an
  * enqueue of 25,000 jobs, 3.4 MB of body) the heap keeps what they freed
  * (their blocks of megabytes are not mappings of their own), and a second
@@ -288,8 +280,8 @@ static double sample_of(const char *text, const char *name)
 TEST(the_heap_goes_back_after_a_quiet_spell)
 {
     char *text = scrape();
-    double keep = sample_of(text, "storhd_heap_keep_bytes"),
-           r0 = sample_of(text, "storhd_heap_releases_total");
+    double keep = metrictext_value(text, "storhd_heap_keep_bytes"),
+           r0 = metrictext_value(text, "storhd_heap_releases_total");
     free(text);
 #if defined(__SANITIZE_ADDRESS__)
     CHECK(keep == 0); /* ASan's allocator takes no glibc policy */
@@ -311,7 +303,7 @@ TEST(the_heap_goes_back_after_a_quiet_spell)
     }
     buf_free(&body);
     text = scrape();
-    double rss1 = sample_of(text, "process_resident_memory_bytes");
+    double rss1 = metrictext_value(text, "process_resident_memory_bytes");
     free(text);
     /* scraped four times a second meanwhile: probes and scrapes are no work,
      * they must not hold the release off */
@@ -319,8 +311,8 @@ TEST(the_heap_goes_back_after_a_quiet_spell)
     for (int i = 0; i < 60 && r <= r0; i++) {
         usleep(250 * 1000);
         text = scrape();
-        r = sample_of(text, "storhd_heap_releases_total");
-        rss2 = sample_of(text, "process_resident_memory_bytes");
+        r = metrictext_value(text, "storhd_heap_releases_total");
+        rss2 = metrictext_value(text, "process_resident_memory_bytes");
         free(text);
     }
     CHECK(r > r0);
