@@ -61,8 +61,9 @@ static const cmp_row rows[] = {
      "limit: the call's bytes appended + fsync; storhd the median of 3 passes"},
     {"queue.bulk_complete", "queue.complete_many", CLS_CPU, OPS_N, "limit.queue_complete_many",
      "limit: the call's bytes appended + fsync; storhd the median of 3 passes"},
-    {"mirror.reconcile", "mirror.push_nochange", CLS_CPU, OPS_N, "limit.stat_scan",
-     "both stat each record file (storh validates its record cache)"},
+    {"mirror.reconcile", "mirror.push_nochange", CLS_CPU, OPS_N, "limit.mirror_push_nochange",
+     "both stat each record file (storh validates its record cache); limit: the stat scan of "
+     "the same files, in turns with the pushes"},
     {"cache.warm", "cache.get_warm_answer", CLS_CPU, OPS_N, "limit.stat",
      "storhd: the bytes GET sends, a validated hit (cache.get_warm: the decoded tree)"},
     {"uuid.monotonic", "uuid.generate_at", CLS_CPU, OPS_N, NULL,
