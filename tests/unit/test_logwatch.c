@@ -19,19 +19,7 @@
 static char root[PATH_MAX];
 
 #include "../support/js.h"
-
-static seglog *open_log(const char *name, size_t seg_bytes)
-{
-    seglog_opts o;
-    seglog_opts_default(&o);
-    if (seg_bytes)
-        o.max_segment_bytes = seg_bytes;
-    seglog *s = NULL;
-    storh_err err;
-    if (seglog_open(root, name, &o, true, &s, &err))
-        fprintf(stderr, "open %s: %s\n", name, err.msg);
-    return s;
-}
+#include "../support/logkit.h"
 
 static long count(seglog *s)
 {
@@ -70,7 +58,7 @@ static void other_process_puts(const char *name, size_t seg_bytes, int n, const 
     if (pid == 0) {
         close(p[0]);
         logwatch_set_enabled(false);
-        seglog *s = open_log(name, seg_bytes);
+        seglog *s = logkit_open(root, name, seg_bytes);
         char id[UUID7_LEN + 1] = "";
         int rc = s ? 0 : 1;
         for (int i = 0; i < n && !rc; i++)
@@ -112,7 +100,7 @@ static uint64_t changed_since(logwatch_stats *from)
 
 TEST(a_count_with_nothing_changed_needs_no_stat)
 {
-    seglog *s = open_log("quiet", 0);
+    seglog *s = logkit_open(root, "quiet", 0);
     CHECK_INT(count(s), 0); /* the first read after the open: by stat */
     logwatch_stats at;
     logwatch_totals(&at);
@@ -134,7 +122,7 @@ TEST(a_count_with_nothing_changed_needs_no_stat)
 
 TEST(another_processes_append_is_counted_at_once)
 {
-    seglog *s = open_log("appends", 0);
+    seglog *s = logkit_open(root, "appends", 0);
     CHECK_INT(put_kind(s, "a", NULL), 0);
     CHECK_INT(eq_count(s, "a"), 1);
     CHECK_INT(eq_count(s, "a"), 1); /* quiet now */
@@ -155,7 +143,7 @@ TEST(another_processes_append_is_counted_at_once)
 
 TEST(another_processes_roll_is_counted_at_once)
 {
-    seglog *s = open_log("rolls", 256);
+    seglog *s = logkit_open(root, "rolls", 256);
     CHECK_INT(put_kind(s, "a", NULL), 0);
     CHECK_INT(count(s), 1);
     CHECK_INT(count(s), 1);
@@ -175,7 +163,7 @@ TEST(another_processes_roll_is_counted_at_once)
 
 TEST(two_instances_of_one_log_share_a_watch)
 {
-    seglog *a = open_log("shared", 0), *b = open_log("shared", 0);
+    seglog *a = logkit_open(root, "shared", 0), *b = logkit_open(root, "shared", 0);
     CHECK_INT(count(a), 0);
     CHECK_INT(count(a), 0);
     CHECK_INT(put_kind(b, "a", NULL), 0);
@@ -193,7 +181,7 @@ TEST(two_instances_of_one_log_share_a_watch)
 TEST(without_the_watch_every_count_stats)
 {
     logwatch_set_enabled(false);
-    seglog *s = open_log("off", 0);
+    seglog *s = logkit_open(root, "off", 0);
     logwatch_set_enabled(true);
     CHECK_INT(put_kind(s, "a", NULL), 0);
     uint64_t q0 = quiet_now();
@@ -208,7 +196,7 @@ TEST(without_the_watch_every_count_stats)
 
 TEST(a_moved_segments_dir_falls_back_to_stats)
 {
-    seglog *s = open_log("moved", 0);
+    seglog *s = logkit_open(root, "moved", 0);
     CHECK_INT(put_kind(s, "a", NULL), 0);
     CHECK_INT(count(s), 1);
     CHECK_INT(count(s), 1);
@@ -254,7 +242,7 @@ static void flood(const char *name)
 
 TEST(an_overflow_falls_back_to_stats)
 {
-    seglog *s = open_log("ovf", 0);
+    seglog *s = logkit_open(root, "ovf", 0);
     CHECK_INT(put_kind(s, "a", NULL), 0);
     CHECK_INT(count(s), 1);
     logwatch_stats at;
@@ -297,7 +285,7 @@ TEST(php_storh_appends_are_counted)
         CHECK(!"STORH_PHP_DIR names the PHP storh checkout");
         return;
     }
-    seglog *s = open_log("php", 256);
+    seglog *s = logkit_open(root, "php", 256);
     CHECK_INT(put_kind(s, "a", NULL), 0);
     CHECK_INT(eq_count(s, "a"), 1);
     CHECK_INT(eq_count(s, "a"), 1);
