@@ -5,11 +5,42 @@
 #ifndef STORHD_TEST_CACHEKIT_H
 #define STORHD_TEST_CACHEKIT_H
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 
+#include "buf.h"
 #include "docstore.h"
+#include "fsx.h"
 #include "rcache.h"
+#include "storh_err.h"
+#include "uuid7.h"
+
+/* Store name under dir with a stat-validated record cache (100 records,
+ * 1 MiB); NULL (and a line on stderr) when it cannot open. */
+static inline docstore *cachekit_open(const char *dir, const char *name)
+{
+    docstore *ds = NULL;
+    storh_err err;
+    if (docstore_open(dir, name, &ds, &err) != 0) {
+        fprintf(stderr, "open %s: %s\n", name, err.msg);
+        return NULL;
+    }
+    docstore_set_cache(ds, RCACHE_STAT, 100, 1 << 20, NULL);
+    return ds;
+}
+
+/* Puts record id as {field: value}. */
+static inline int cachekit_put(docstore *ds, const char *id, const char *field, const char *value)
+{
+    json_t *d = json_pack("{ss}", field, value);
+    char out[UUID7_LEN + 1];
+    int rc = d ? docstore_put(ds, id, d, out, NULL, NULL) : -1;
+    json_decref(d);
+    return rc;
+}
 
 typedef enum { CACHEKIT_MISS, CACHEKIT_STATTED, CACHEKIT_WATCHED } cachekit_how;
 
@@ -60,6 +91,37 @@ static inline void cachekit_publish_by_rename(const char *dir, const char *coll,
     snprintf(tmp, sizeof tmp, "%s.x.tmp", p);
     cachekit_write_record(tmp, id, data);
     rename(tmp, p);
+}
+
+/* The whole file at p, NUL-ended (the caller frees it), or NULL */
+static inline char *cachekit_slurp(const char *p)
+{
+    buf b = BUF_INIT;
+    if (fsx_read_all(p, &b, NULL) != 0)
+        return NULL;
+    return b.data ? b.data : strdup("");
+}
+
+/* Another writer rewrites the file at p in place: the first from in it
+ * replaced by to (the same length), its mtime kept (only its ctime
+ * changes). */
+static inline void cachekit_edit_same_size(const char *p, const char *from, const char *to)
+{
+    struct stat st;
+    buf b = BUF_INIT;
+    if (stat(p, &st) != 0 || fsx_read_all(p, &b, NULL) != 0)
+        return;
+    char *at = strstr(b.data, from);
+    if (at)
+        memcpy(at, to, strlen(to));
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fwrite(b.data, 1, b.len, f);
+        fclose(f);
+    }
+    struct timespec t[2] = {st.st_atim, st.st_mtim};
+    utimensat(AT_FDCWD, p, t, 0);
+    buf_free(&b);
 }
 
 #endif

@@ -15,6 +15,7 @@
 
 static char root[PATH_MAX];
 
+#include "../support/cachekit.h"
 #include "../support/js.h"
 
 static const char *vkey(const char *json)
@@ -367,18 +368,7 @@ static void edit_same_size(const char *id, const char *from, const char *to)
 {
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/cache/data/%c%c/%s.jsonc", root, id[24], id[25], id);
-    struct stat st;
-    stat(p, &st);
-    buf b = BUF_INIT;
-    fsx_read_all(p, &b, NULL);
-    char *at = strstr(b.data, from);
-    memcpy(at, to, strlen(to));
-    FILE *f = fopen(p, "w");
-    fwrite(b.data, 1, b.len, f);
-    fclose(f);
-    struct timespec t[2] = {st.st_atim, st.st_mtim};
-    utimensat(AT_FDCWD, p, t, 0);
-    buf_free(&b);
+    cachekit_edit_same_size(p, from, to);
 }
 
 static const char *title(docstore *ds, const char *id)
@@ -497,23 +487,10 @@ TEST(index_memory_sees_other_processes)
     CHECK_STR(answer(ds, KIND_POST, false), A);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/shx/.storh/indexes/entries/eq/6b696e64/s-706f7374.jsonc", root);
-    struct stat st;
-    CHECK(stat(p, &st) == 0);
-    buf b = BUF_INIT;
-    CHECK(fsx_read_all(p, &b, NULL) == 0);
-    char *at = strstr(b.data, A);
-    CHECK(at != NULL);
-    if (at)
-        memcpy(at, B, 36);
-    FILE *f = fopen(p, "r+");
-    CHECK(f != NULL);
-    if (f) {
-        fwrite(b.data, 1, b.len, f);
-        fclose(f);
-    }
-    struct timespec t[2] = {st.st_atim, st.st_mtim};
-    utimensat(AT_FDCWD, p, t, 0);
-    buf_free(&b);
+    char *before = cachekit_slurp(p);
+    CHECK(before != NULL && strstr(before, A) != NULL);
+    free(before);
+    cachekit_edit_same_size(p, A, B);
     CHECK_STR(answer(ds, KIND_POST, false), "");
     /* and this process's own writes, as before */
     put(ds, A, "{\"kind\":\"page\",\"tag\":\"y\",\"at\":8}");

@@ -1,3 +1,7 @@
+/* test_docstore: the document store's files as storh lays them out: puts,
+ * gets of hand-written and canonical files, stages, imports, streams,
+ * a dead writer's temps and bulks finished on open, collections.
+ * The record cache fed by writes: test_docstore_cache. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -641,188 +645,6 @@ TEST(bulk_staged_before_an_index_commits_against_it)
     docstore_close(ds);
 }
 
-/* ---------- the record cache fed by writes ---------- */
-
-#define CA "018bcfe5-6800-7000-8000-2d5dba6274da"
-#define CB "018bcfe5-6801-7000-8000-aa5dba6274db"
-
-static docstore *cached_store(const char *name)
-{
-    docstore *ds = open_store(name);
-    if (ds)
-        docstore_set_cache(ds, RCACHE_STAT, 100, 1 << 20, NULL);
-    return ds;
-}
-
-static int put_t(docstore *ds, const char *id, const char *t)
-{
-    char body[128];
-    snprintf(body, sizeof body, "{\"t\":\"%s\"}", t);
-    json_t *d = js(body);
-    char out[UUID7_LEN + 1];
-    storh_err err;
-    int rc = docstore_put(ds, id, d, out, NULL, &err);
-    json_decref(d);
-    return rc;
-}
-
-/* The record's "t" through get ("" when absent), and whether the cache
- * answered it (no miss counted). */
-static const char *get_t(docstore *ds, const char *id, bool *hit)
-{
-    static char out[64];
-    rcache_stats a, b;
-    rcache_totals(&a);
-    json_t *d = NULL;
-    out[0] = '\0';
-    if (docstore_get(ds, id, &d, NULL, NULL) == 0)
-        snprintf(out, sizeof out, "%s", json_string_value(json_object_get(d, "t")));
-    json_decref(d);
-    rcache_totals(&b);
-    if (hit)
-        *hit = b.misses == a.misses && b.hits == a.hits + 1;
-    return out;
-}
-
-/* The "t" of every record a stream hands out, comma-separated. */
-static const char *stream_t(docstore *ds)
-{
-    static char out[256];
-    out[0] = '\0';
-    docstore_iter *it;
-    if (docstore_iter_open(ds, NULL, &it, NULL))
-        return "(no stream)";
-    const char *id;
-    json_t *d;
-    while (docstore_iter_next(it, &id, &d, NULL) == 1) {
-        if (out[0])
-            strcat(out, ",");
-        strncat(out, json_string_value(json_object_get(d, "t")), 40);
-        json_decref(d);
-    }
-    docstore_iter_close(it);
-    return out;
-}
-
-static void record_file(const char *coll, const char *id, char *p)
-{
-    snprintf(p, PATH_MAX, "%s/%s/data/%c%c/%s.jsonc", root, coll, id[24], id[25], id);
-}
-
-/* Another writer rewrites the file in place with bytes of the same size,
- * keeping its mtime (only its ctime changes). */
-static void rewrite_in_place(const char *coll, const char *id, const char *from, const char *to)
-{
-    char p[PATH_MAX];
-    record_file(coll, id, p);
-    struct stat st;
-    stat(p, &st);
-    buf b = BUF_INIT;
-    fsx_read_all(p, &b, NULL);
-    char *at = strstr(b.data, from);
-    if (at)
-        memcpy(at, to, strlen(to));
-    FILE *f = fopen(p, "w");
-    fwrite(b.data, 1, b.len, f);
-    fclose(f);
-    struct timespec t[2] = {st.st_atim, st.st_mtim};
-    utimensat(AT_FDCWD, p, t, 0);
-    buf_free(&b);
-}
-
-/* Another writer publishes as storh does: a temp, then a rename over. */
-static void publish_by_rename(const char *coll, const char *id, const char *t)
-{
-    char p[PATH_MAX], tmp[PATH_MAX + 8];
-    record_file(coll, id, p);
-    snprintf(tmp, sizeof tmp, "%s.x.tmp", p);
-    FILE *f = fopen(tmp, "w");
-    fprintf(f, "{\"id\":\"%s\",\"data\":{\"t\":\"%s\"}}\n", id, t);
-    fclose(f);
-    rename(tmp, p);
-}
-
-TEST(cache_fed_by_put_sees_other_writers)
-{
-    docstore *ds = cached_store("fed");
-    CHECK_INT(put_t(ds, CA, "aaaa"), 0);
-    bool hit = false;
-    CHECK_STR(get_t(ds, CA, &hit), "aaaa");
-    CHECK(hit); /* the put left it in the cache: no file read */
-    rewrite_in_place("fed", CA, "aaaa", "bbbb");
-    CHECK_STR(get_t(ds, CA, &hit), "bbbb"); /* same size, same mtime: its ctime tells */
-    CHECK(!hit);
-    CHECK_INT(put_t(ds, CA, "cccc"), 0);
-    rewrite_in_place("fed", CA, "cccc", "dddd");
-    CHECK_STR(stream_t(ds), "dddd"); /* a listing validates what it takes from the cache */
-    CHECK_INT(put_t(ds, CA, "eeee"), 0);
-    publish_by_rename("fed", CA, "ffff");
-    CHECK_STR(get_t(ds, CA, &hit), "ffff");
-    CHECK(!hit);
-    CHECK_STR(get_t(ds, CA, &hit), "ffff");
-    CHECK(hit); /* and the file read is cached again */
-    /* the export takes the cached bytes as they are */
-    CHECK_INT(put_t(ds, CB, "gggg"), 0);
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/fed.jsonl", root);
-    size_t n = 0;
-    CHECK_INT(docstore_export_jsonl(ds, p, &n, NULL), 0);
-    CHECK_INT(n, 2);
-    buf b = BUF_INIT;
-    fsx_read_all(p, &b, NULL);
-    CHECK_STR(b.data, "{\"id\":\"" CA "\",\"data\":{\"t\":\"ffff\"}}\n"
-                      "{\"id\":\"" CB "\",\"data\":{\"t\":\"gggg\"}}\n");
-    buf_free(&b);
-    docstore_close(ds);
-}
-
-TEST(cache_fed_by_put_forgets_deletes)
-{
-    docstore *ds = cached_store("fedel");
-    CHECK_INT(put_t(ds, CA, "aaaa"), 0);
-    CHECK_INT(put_t(ds, CB, "bbbb"), 0);
-    CHECK_STR(get_t(ds, CA, NULL), "aaaa");
-    bool existed = false;
-    CHECK_INT(docstore_delete(ds, CA, &existed, NULL), 0);
-    CHECK(existed);
-    json_t *d = NULL;
-    CHECK_INT(docstore_get(ds, CA, &d, NULL, NULL), STORH_ENOTFOUND);
-    /* another writer's unlink is seen too, by gets and listings */
-    char p[PATH_MAX];
-    record_file("fedel", CB, p);
-    CHECK_INT(unlink(p), 0);
-    CHECK_INT(docstore_get(ds, CB, &d, NULL, NULL), STORH_ENOTFOUND);
-    CHECK_STR(stream_t(ds), "");
-    CHECK_INT(put_t(ds, CB, "cccc"), 0);
-    CHECK_STR(get_t(ds, CB, NULL), "cccc");
-    docstore_close(ds);
-}
-
-TEST(cache_fed_by_put_not_by_a_failed_group)
-{
-    docstore *ds = cached_store("fefail");
-    CHECK_INT(put_t(ds, CA, "aaaa"), 0);
-    rcache_stats a, b;
-    rcache_totals(&a);
-    setenv("STORH_FAULT_FAIL", "fsync:fefail", 1);
-    CHECK(put_t(ds, CA, "bbbb") != 0);
-    CHECK(put_t(ds, CB, "cccc") != 0); /* the store is poisoned now */
-    unsetenv("STORH_FAULT_FAIL");
-    rcache_totals(&b);
-    CHECK(b.entries <= a.entries); /* nothing of the failed writes came in */
-    /* what a get answers is the file's, whatever the failure left there */
-    char p[PATH_MAX];
-    record_file("fefail", CA, p);
-    buf f = BUF_INIT;
-    CHECK_INT(fsx_read_all(p, &f, NULL), 0);
-    const char *want = strstr(f.data ? f.data : "", "bbbb") ? "bbbb" : "aaaa";
-    CHECK_STR(get_t(ds, CA, NULL), want);
-    buf_free(&f);
-    json_t *d = NULL;
-    CHECK_INT(docstore_get(ds, CB, &d, NULL, NULL), STORH_ENOTFOUND);
-    docstore_close(ds);
-}
-
 static const test_case tests[] = {
     TEST_ENTRY(bulk_staged_before_an_index_commits_against_it),
     TEST_ENTRY(put_writes_canonical_bytes_at_storh_path),
@@ -835,9 +657,6 @@ static const test_case tests[] = {
     TEST_ENTRY(open_sweeps_dead_writers_temps),
     TEST_ENTRY(open_finishes_a_dead_writers_bulk),
     TEST_ENTRY(collections_are_the_name_dirs_with_data),
-    TEST_ENTRY(cache_fed_by_put_sees_other_writers),
-    TEST_ENTRY(cache_fed_by_put_forgets_deletes),
-    TEST_ENTRY(cache_fed_by_put_not_by_a_failed_group),
     TEST_ENTRY(open_finishes_a_dead_writers_bulk_over_existing_records),
     TEST_ENTRY(mkdirs_makes_every_missing_level),
     TEST_ENTRY(import_of_canonical_lines_is_schema_and_index_checked),

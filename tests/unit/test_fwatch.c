@@ -28,25 +28,12 @@ static char root[PATH_MAX];
 
 static docstore *cached_store(const char *name)
 {
-    docstore *ds = NULL;
-    storh_err err;
-    if (docstore_open(root, name, &ds, &err) != 0) {
-        fprintf(stderr, "open: %s\n", err.msg);
-        return NULL;
-    }
-    docstore_set_cache(ds, RCACHE_STAT, 100, 1 << 20, NULL);
-    return ds;
+    return cachekit_open(root, name);
 }
 
 static int put_t(docstore *ds, const char *id, const char *t)
 {
-    char body[128];
-    snprintf(body, sizeof body, "{\"t\":\"%s\"}", t);
-    json_t *d = js(body);
-    char out[UUID7_LEN + 1];
-    int rc = docstore_put(ds, id, d, out, NULL, NULL);
-    json_decref(d);
-    return rc;
+    return cachekit_put(ds, id, "t", t);
 }
 
 typedef cachekit_how how;
