@@ -1,10 +1,12 @@
 /* mirror_push: rows written to the SQL mirror: push (diff by hash in one
  * transaction per collection), flush(ids) and rebuild, with the counters
- * /metrics reads of each push. */
+ * /metrics reads of each push. A push keeps the table's rows for the next
+ * (mkept), built on a thread of their own while its COMMIT syncs. */
 #include "mirror.h"
 
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,10 +395,12 @@ static mkept *kept_take(mirror *m, const mirror_coll *c, long long version, bool
     return k;
 }
 
-/* After a good push: x->rows made what the table now holds (the rows no
- * record claimed are gone, the rows written hold their new hash) and kept
- * for c's next push. Nothing is kept when that fails. */
-static void kept_put(push_ctx *x, long long version)
+/* x->rows made what the table holds once the push commits: the rows no
+ * record claimed are gone, the rows written hold their new hash. False
+ * when that fails (nothing is kept then). Runs while the COMMIT waits for
+ * its sync (keeper below): it touches only x->rows, which delete_rest is
+ * done with, and reads x->wrote. */
+static bool kept_build(push_ctx *x)
 {
     size_t pos = 0;
     const char *id;
@@ -420,16 +424,62 @@ static void kept_put(push_ctx *x, long long version)
         memcpy(h->hash, x->wrote.data + at + IDMAP_KEY, 32);
         h->ok = true;
     }
-    mkept *k = ok && x->rows.len <= MMEMO_MAX ? malloc(sizeof *k) : NULL;
+    return ok && x->rows.len <= MMEMO_MAX;
+}
+
+/* After a good push whose kept_build succeeded: x->rows kept for c's next
+ * push (the kept rows own its memory). */
+static void kept_put(push_ctx *x, long long version)
+{
+    mkept *k = malloc(sizeof *k);
     if (!k)
         return;
     k->rows = x->rows;
     k->version = version;
     k->valid = true;
-    memset(&x->rows, 0, sizeof x->rows); /* the kept rows own it now */
+    memset(&x->rows, 0, sizeof x->rows);
     for (size_t i = 0; i < x->m->n; i++)
         if (x->m->c[i] == x->c)
             x->m->c[i]->kept = k;
+}
+
+/* Rows below this many are kept inline after the COMMIT: a thread costs
+ * more than their map */
+#define KEEPER_MIN 4096
+
+/* The kept rows built on a thread of their own while the COMMIT waits for
+ * its sync (a first push of 10,000 rows spent 3.7 ms building them, after
+ * a 9 ms COMMIT; of 50,000, 30 ms after 77 ms), else inline after it. */
+typedef struct keeper {
+    push_ctx *x;
+    bool threaded, ok;
+    pthread_t th;
+} keeper;
+
+static void *keeper_run(void *p)
+{
+    keeper *k = p;
+    k->ok = kept_build(k->x);
+    return NULL;
+}
+
+static void keeper_start(keeper *k, push_ctx *x)
+{
+    k->x = x;
+    k->ok = false;
+    k->threaded = x->keepable && x->rows.len + (size_t)x->inserted >= KEEPER_MIN &&
+                  pthread_create(&k->th, NULL, keeper_run, k) == 0;
+}
+
+/* Whether x->rows may be kept, once committed is known (a thread started
+ * is joined either way). */
+static bool keeper_finish(keeper *k, bool committed)
+{
+    if (k->threaded)
+        pthread_join(k->th, NULL);
+    else if (committed && k->x && k->x->keepable)
+        k->ok = kept_build(k->x);
+    return committed && k->ok;
 }
 
 /* Under mu: push in one transaction; any failure rolls it back. A rebuild
@@ -505,8 +555,12 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
     long deleted = 0;
     if (!rc)
         rc = delete_rest(&x, &deleted, err);
+    keeper kp = {0};
+    if (!rc)
+        keeper_start(&kp, &x);
     if (!rc)
         rc = mdriver_exec(m->db, "COMMIT", NULL, 0, err);
+    bool keep = keeper_finish(&kp, rc == 0);
     if (rc) {
         storh_err ignore;
         mdriver_exec(m->db, "ROLLBACK", NULL, 0, &ignore);
@@ -518,7 +572,7 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         m->rows_pushed += (unsigned long long)(x.inserted + x.updated + deleted);
         m->pushes++;
         m->push_seconds += now_s() - t0;
-        if (x.keepable)
+        if (keep)
             kept_put(&x, version);
     }
     push_outcome(m, c, rc == 0, mark);

@@ -94,51 +94,73 @@ static void teardown(mirror *m, docstore *ds)
     mirror_free(m);
 }
 
-/* Inserts, updates and deletes of one push are what the next push takes. */
-TEST(kept_rows_follow_each_push)
+/* Inserts, updates and deletes of one push of N rows are what the next
+ * push takes. N records written in one stage (a bulk). */
+static void follow(const char *name, int N)
 {
-    enum { N = 300 };
     docstore *ds = NULL;
     const mirror_coll *c = NULL;
-    mirror *m = setup("follow", &ds, &c);
+    mirror *m = setup(name, &ds, &c);
     CHECK(m != NULL);
     if (!m)
         return;
     char id[64], data[96], path[PATH_MAX];
-    for (int i = 0; i < N; i++) {
+    docstore_stage *st = NULL;
+    CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
+    for (int i = 0; st && i < N; i++) {
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
-        snprintf(data, sizeof data, "{\"slug\":\"m%d\",\"v\":%d}", i, i);
-        mirrorkit_put(ds, id, data);
+        snprintf(data, sizeof data, "m%d", i);
+        json_t *d = json_pack("{sssi}", "slug", data, "v", i);
+        char out[UUID7_LEN + 1];
+        CHECK_INT(docstore_stage_put(st, id, d, out, NULL), 0);
+        json_decref(d);
     }
+    if (st)
+        CHECK_INT(docstore_stage_commit(st, NULL, NULL), 0);
     json_t *t = push_rc(m, c, ds, 0);
+    CHECK(c->kept != NULL); /* the rows the push wrote, kept for the next */
     CHECK_INT(mirrorkit_total(t, "inserted"), N);
     CHECK_INT(mirrorkit_total(t, "unchanged"), 2);
     json_decref(t);
-    for (int i = 0; i < N; i += 30) { /* 10 changed */
+    int changed = (N + 29) / 30, deleted = (N - 7 + 49) / 50;
+    for (int i = 0; i < N; i += 30) { /* changed */
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
         snprintf(data, sizeof data, "{\"slug\":\"m%d\",\"v\":%d}", i, -i - 1);
         mirrorkit_put(ds, id, data);
     }
-    for (int i = 7; i < N; i += 50) { /* 6 deleted */
+    for (int i = 7; i < N; i += 50) { /* deleted */
         snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
         snprintf(path, sizeof path, "%s/data/%c%c/%s.jsonc", docstore_dir(ds), id[24], id[25], id);
         CHECK_INT(unlink(path), 0);
     }
     mirrorkit_put(ds, K3, "{\"slug\":\"c\",\"v\":3}");
     t = push_rc(m, c, ds, 0);
-    CHECK_INT(mirrorkit_total(t, "updated"), 10);
-    CHECK_INT(mirrorkit_total(t, "deleted"), 6);
+    CHECK_INT(mirrorkit_total(t, "updated"), changed);
+    CHECK_INT(mirrorkit_total(t, "deleted"), deleted);
     CHECK_INT(mirrorkit_total(t, "inserted"), 1);
-    CHECK_INT(mirrorkit_total(t, "unchanged"), N + 2 - 10 - 6);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), N + 2 - changed - deleted);
+    CHECK(c->kept != NULL);
     json_decref(t);
     t = push_rc(m, c, ds, 0);
-    CHECK_INT(mirrorkit_total(t, "unchanged"), N + 3 - 6);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), N + 3 - deleted);
     CHECK_INT(mirrorkit_total(t, "inserted") + mirrorkit_total(t, "updated") +
                   mirrorkit_total(t, "deleted"),
               0);
     json_decref(t);
     check_verified(m, c, ds);
     teardown(m, ds);
+}
+
+TEST(kept_rows_follow_each_push)
+{
+    follow("follow", 300);
+}
+
+/* Rows enough that the kept rows are built on a thread of their own while
+ * the COMMIT syncs (KEEPER_MIN in mirror_push.c) */
+TEST(kept_rows_built_beside_the_commit_follow_each_push)
+{
+    follow("follow-big", 5000);
 }
 
 /* Another connection adds a row and rewrites one: the version tells. */
@@ -286,6 +308,7 @@ TEST(push_after_rebuild)
 
 static const test_case tests[] = {
     TEST_ENTRY(kept_rows_follow_each_push),
+    TEST_ENTRY(kept_rows_built_beside_the_commit_follow_each_push),
     TEST_ENTRY(push_sees_another_connection),
     TEST_ENTRY(push_after_flush_sees_its_rows),
     TEST_ENTRY(push_after_uninstall_inserts_all),
