@@ -560,6 +560,7 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         keeper_start(&kp, &x);
     if (!rc)
         rc = mdriver_exec(m->db, "COMMIT", NULL, 0, err);
+    double done = now_s(); /* the push's time, as before the keeper */
     bool keep = keeper_finish(&kp, rc == 0);
     if (rc) {
         storh_err ignore;
@@ -571,7 +572,7 @@ static int push_locked(mirror *m, const mirror_coll *c, const mirror_source *src
         mirror__add_total(totals, "unchanged", x.unchanged);
         m->rows_pushed += (unsigned long long)(x.inserted + x.updated + deleted);
         m->pushes++;
-        m->push_seconds += now_s() - t0;
+        m->push_seconds += done - t0;
         if (keep)
             kept_put(&x, version);
     }

@@ -42,7 +42,10 @@ static inline int cachekit_put(docstore *ds, const char *id, const char *field, 
     return rc;
 }
 
-typedef enum { CACHEKIT_MISS, CACHEKIT_STATTED, CACHEKIT_WATCHED } cachekit_how;
+/* How a get was answered: a miss that read the file, a hit validated by
+ * stat, a hit the watch vouched for, or none the cache counted (it was
+ * not asked). */
+typedef enum { CACHEKIT_MISS, CACHEKIT_STATTED, CACHEKIT_WATCHED, CACHEKIT_UNCOUNTED } cachekit_how;
 
 /* The string member field of the record ("" when absent) and, in *h (when
  * set), how the get was answered. The answer lives until the next call. */
@@ -61,7 +64,8 @@ static inline const char *cachekit_get(docstore *ds, const char *id, const char 
     if (h)
         *h = b.misses != a.misses     ? CACHEKIT_MISS
              : b.watched != a.watched ? CACHEKIT_WATCHED
-                                      : CACHEKIT_STATTED;
+             : b.hits == a.hits + 1   ? CACHEKIT_STATTED
+                                      : CACHEKIT_UNCOUNTED;
     return out;
 }
 
@@ -114,7 +118,7 @@ static inline void cachekit_edit_same_size(const char *p, const char *from, cons
     char *at = strstr(b.data, from);
     if (at)
         memcpy(at, to, strlen(to));
-    FILE *f = fopen(p, "w");
+    FILE *f = fopen(p, "r+"); /* in place: the same inode, the same size */
     if (f) {
         fwrite(b.data, 1, b.len, f);
         fclose(f);

@@ -36,7 +36,7 @@ static const char *get_t(docstore *ds, const char *id, bool *hit)
     cachekit_how h;
     const char *t = cachekit_get(ds, id, "t", &h);
     if (hit)
-        *hit = h != CACHEKIT_MISS;
+        *hit = h == CACHEKIT_STATTED || h == CACHEKIT_WATCHED;
     return t;
 }
 
