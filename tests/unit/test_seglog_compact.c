@@ -372,23 +372,32 @@ TEST(read_across_compaction_by_php_storh)
     read_across("acr7", 512, 120, 37, ACROSS_PHP);
 }
 
+/* A log of 60 small records in 512-byte segments (their ids in ids) and
+ * a read of it that has handed out its first 10. */
+static seglog *begun_read(const char *name, char ids[60][37], seglog_iter **it)
+{
+    seglog *s = logkit_open(root, name, 512);
+    logkit_fill(s, 60, ids);
+    *it = NULL;
+    CHECK_INT(seglog_iter_open(s, NULL, it, NULL), 0);
+    const char *id;
+    json_t *d;
+    for (int n = 0; *it && n < 10 && seglog_iter_next(*it, &id, &d, NULL) == 1; n++)
+        json_decref(d);
+    return s;
+}
+
 /* The last live line the reader passed is put again before the compaction:
  * its new place is not where the reader was, so the read either goes on
  * from the right place or fails; it never skips silently. */
 TEST(read_across_compaction_after_a_reput_of_where_it_was)
 {
-    seglog *s = logkit_open(root, "acr8", 512);
     char ids[60][37];
-    logkit_fill(s, 60, ids);
     seglog_iter *it;
-    CHECK_INT(seglog_iter_open(s, NULL, &it, NULL), 0);
+    seglog *s = begun_read("acr8", ids, &it);
     const char *id;
     json_t *d;
-    int r, n = 0;
-    while (n < 10 && (r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
-        n++;
-        json_decref(d);
-    }
+    int r;
     for (int i = 0; i < 20; i++) {
         json_t *x = json_pack("{si}", "again", i);
         char out[37];
@@ -418,18 +427,12 @@ TEST(read_across_compaction_after_a_reput_of_where_it_was)
  * segments are ordered) and hands out exactly the rest. */
 TEST(read_across_compaction_that_dropped_where_it_was)
 {
-    seglog *s = logkit_open(root, "acr9", 512);
     char ids[60][37];
-    logkit_fill(s, 60, ids);
     seglog_iter *it;
-    CHECK_INT(seglog_iter_open(s, NULL, &it, NULL), 0);
+    seglog *s = begun_read("acr9", ids, &it);
     const char *id;
     json_t *d;
-    int r, n = 0;
-    while (n < 10 && (r = seglog_iter_next(it, &id, &d, NULL)) == 1) {
-        n++;
-        json_decref(d);
-    }
+    int r;
     bool ex;
     for (int i = 0; i < 25; i++)
         seglog_delete(s, ids[i], &ex, NULL);
