@@ -335,6 +335,30 @@ static long found_rows(int kind, const char *tag)
     return n < 0 ? -1 : (long)n;
 }
 
+/* Prints the entries of dir and of its subdirectories one level down (what
+ * a check of leftover stages found). */
+static void list_left(const char *dir)
+{
+    DIR *dd = opendir(dir);
+    struct dirent *de;
+    while (dd && (de = readdir(dd))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        fprintf(stderr, "left: %s/%s\n", dir, de->d_name);
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        DIR *sd = opendir(p);
+        struct dirent *se;
+        while (sd && (se = readdir(sd)))
+            if (strcmp(se->d_name, ".") && strcmp(se->d_name, ".."))
+                fprintf(stderr, "left: %s/%s\n", p, se->d_name);
+        if (sd)
+            closedir(sd);
+    }
+    if (dd)
+        closedir(dd);
+}
+
 static bool no_stages_left(int kind)
 {
     char dir[PATH_MAX];
@@ -456,7 +480,16 @@ static void trial(int kind, int t, double duration_ms, tally *ty)
              : kind == KIND_DOCS ? "/v1/docs/adocs"
                                  : "/v1/queues/aq");
     CHECK(verifies(vp));
-    CHECK(no_stages_left(kind));
+    bool clean = no_stages_left(kind);
+    if (!clean) { /* name what was left, for the next look */
+        char left[PATH_MAX];
+        snprintf(left, sizeof left, "%s/%s", d.root,
+                 kind == KIND_DOCS    ? "adocs/.storh/bulk"
+                 : kind == KIND_QUEUE ? "aq"
+                                      : "alog/.storh");
+        list_left(left);
+    }
+    CHECK(clean);
     /* and the store takes the same write again */
     sender again = {.kind = kind, .body = &body, .status = -1};
     if (kind != KIND_DOCS) {
