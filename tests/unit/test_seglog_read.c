@@ -73,15 +73,26 @@ static const char php_segment[] =
     "95\t7af50238\t{\"op\":\"put\",\"id\":\"018bcfe5-6804-7000-8000-000000000005\",\"data\":{\"5\":"
     "\"int key\",\"k\":\"v\",\"f\":0.1}}\n";
 
+/* Log name as storh writes it: storh's segment above, then lines (framed
+ * as storh frames them), and its manifest. seg gets the segment's bytes. */
+static void write_storh_log(const char *name, const char *const *lines, size_t n, buf *seg)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s/segments", root, name);
+    CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
+    buf_appends(seg, php_segment);
+    for (size_t i = 0; i < n; i++)
+        frame_encode(seg, lines[i], strlen(lines[i]));
+    snprintf(p, sizeof p, "%s/%s/segments/seg-000001.ndjson", root, name);
+    CHECK_INT(fsx_write_file(p, seg->data, seg->len, false, NULL), 0);
+    snprintf(p, sizeof p, "%s/%s/manifest.jsonc", root, name);
+    CHECK_INT(fsx_write_file(p, php_manifest, strlen(php_manifest), false, NULL), 0);
+}
+
 /* The data of every record of a log storh wrote, and of lines that are not
  * in the canonical spelling, is what decoding the whole envelope gives. */
 TEST(storh_lines_decode_as_the_whole_envelope)
 {
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/php/segments", root);
-    CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
-    buf seg = BUF_INIT;
-    buf_appends(&seg, php_segment);
     /* a key after data, and data twice (the last one counts) */
     const char *odd[] = {
         "{\"op\":\"put\",\"id\":\"018bcfe5-6805-7000-8000-000000000006\",\"data\":{\"a\":1},"
@@ -89,12 +100,8 @@ TEST(storh_lines_decode_as_the_whole_envelope)
         "{\"op\":\"put\",\"id\":\"018bcfe5-6806-7000-8000-000000000007\",\"data\":{\"a\":1},"
         "\"data\":{\"b\":2}}",
     };
-    for (size_t i = 0; i < 2; i++)
-        frame_encode(&seg, odd[i], strlen(odd[i]));
-    snprintf(p, sizeof p, "%s/php/segments/seg-000001.ndjson", root);
-    CHECK_INT(fsx_write_file(p, seg.data, seg.len, false, NULL), 0);
-    snprintf(p, sizeof p, "%s/php/manifest.jsonc", root);
-    CHECK_INT(fsx_write_file(p, php_manifest, strlen(php_manifest), false, NULL), 0);
+    buf seg = BUF_INIT;
+    write_storh_log("php", odd, 2, &seg);
     seglog *s = logkit_open(root, "php", 0);
     CHECK(s != NULL);
     seglog_iter *it;
@@ -354,11 +361,6 @@ TEST(raw_reads_match_the_decoded_path)
     seglog_close(s);
 
     /* storh's lines and odd writers' (a key after data, data twice) */
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/phpraw/segments", root);
-    CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
-    buf seg = BUF_INIT;
-    buf_appends(&seg, php_segment);
     const char *odd[] = {
         "{\"op\":\"put\",\"id\":\"018bcfe5-6805-7000-8000-000000000006\",\"data\":{\"a\":1},"
         "\"x\":2}",
@@ -370,12 +372,8 @@ TEST(raw_reads_match_the_decoded_path)
         "{\"op\":\"delete\",\"id\":\"018bcfe5-6809-7000-8000-00000000000a\"}",
         "{\"op\":\"put\",\"id\":\"018bcfe5-680a-7000-8000-00000000000b\",\"data\":{\"a\":\"\\/\"}}",
     };
-    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++)
-        frame_encode(&seg, odd[i], strlen(odd[i]));
-    snprintf(p, sizeof p, "%s/phpraw/segments/seg-000001.ndjson", root);
-    CHECK_INT(fsx_write_file(p, seg.data, seg.len, false, NULL), 0);
-    snprintf(p, sizeof p, "%s/phpraw/manifest.jsonc", root);
-    CHECK_INT(fsx_write_file(p, php_manifest, strlen(php_manifest), false, NULL), 0);
+    buf seg = BUF_INIT;
+    write_storh_log("phpraw", odd, sizeof odd / sizeof *odd, &seg);
     buf_free(&seg);
     s = logkit_open(root, "phpraw", 0);
     CHECK(s != NULL);
