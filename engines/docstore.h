@@ -90,8 +90,9 @@ int docstore_stage_import_line(docstore_stage *st, const char *line, size_t len,
 size_t docstore_stage_count(const docstore_stage *st);
 /* Publishes every staged row in order and frees the stage. On failure the
  * rows renamed so far stay (each is whole), the rest are removed. With a
- * record cache, the rows' bytes stay in it once durable (up to a quarter
- * of the cache's bounds), as a put's do. */
+ * record cache, the rows' bytes stay in it once durable (up to the room
+ * it has free, or a quarter of its bounds: rcache_bulk_share), as a put's
+ * do. */
 int docstore_stage_commit(docstore_stage *st, size_t *written, storh_err *err);
 /* Removes the staged temps and frees the stage. */
 void docstore_stage_abort(docstore_stage *st);

@@ -65,8 +65,9 @@ struct docstore_stage {
      * files (a mirror's push, a listing) */
     stage_kept *kept;
     size_t nkept, capkept, kept_bytes;
-    bool kept_full; /* the bound was reached: no more rows are kept */
-    bool keep;      /* committed but not finished: the next open finishes it */
+    bool kept_full;     /* the share is used up: no more rows are kept */
+    rcache_share share; /* taken at the first row kept (rcache_bulk_share) */
+    bool keep;          /* committed but not finished: the next open finishes it */
 };
 
 int docstore_delete(docstore *ds, const char *id, bool *existed, storh_err *err)
@@ -102,15 +103,17 @@ size_t docstore_stage_count(const docstore_stage *st)
 }
 
 /* Bulk row st->n, just written as st->enc (written: its file's fstat):
- * its bytes kept for the record cache while a bulk's share of the cache
- * holds them (rcache_bulk_may_keep) and they are its canonical encoding
- * (what a cache entry's bytes are). */
+ * its bytes kept for the record cache while the bulk's share of the cache
+ * (rcache_bulk_share, taken at its first row) holds them and they are its
+ * canonical encoding (what a cache entry's bytes are). */
 static void keep_row(docstore_stage *st, const char *id, const struct stat *written)
 {
     rcache *c = st->ds->cache;
     if (!c || st->kept_full || !written->st_ino)
         return;
-    if (!rcache_bulk_may_keep(c, st->nkept + 1, st->kept_bytes + st->enc.len)) {
+    if (!st->nkept && !st->share.entries)
+        st->share = rcache_bulk_share(c);
+    if (!rcache_share_fits(&st->share, st->nkept + 1, st->kept_bytes + st->enc.len)) {
         st->kept_full = true;
         return;
     }

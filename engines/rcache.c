@@ -651,9 +651,31 @@ void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct
     insert(c, n, cost, t, path);
 }
 
-bool rcache_bulk_may_keep(const rcache *c, size_t n, size_t bytes)
+rcache_share rcache_bulk_share(rcache *c)
 {
-    return n <= c->max_entries / 4 && n * ENTRY_OVERHEAD + bytes <= c->max_bytes / 4;
+    pthread_mutex_lock(&c->mu);
+    size_t entries = c->max_entries > c->map.len ? c->max_entries - c->map.len : 0;
+    size_t bytes = c->max_bytes > c->bytes ? c->max_bytes - c->bytes : 0;
+    pthread_mutex_lock(&gmu);
+    if (gbudget) {
+        size_t free = gbudget > gbytes ? gbudget - gbytes : 0;
+        if (free < bytes)
+            bytes = free;
+    }
+    pthread_mutex_unlock(&gmu);
+    pthread_mutex_unlock(&c->mu);
+    /* each bound: the free room, or a quarter when that is more */
+    rcache_share s = {c->max_entries / 4, c->max_bytes / 4};
+    if (entries > s.entries)
+        s.entries = entries;
+    if (bytes > s.bytes)
+        s.bytes = bytes;
+    return s;
+}
+
+bool rcache_share_fits(const rcache_share *s, size_t n, size_t bytes)
+{
+    return n <= s->entries && n * ENTRY_OVERHEAD + bytes <= s->bytes;
 }
 
 /* The stat of a published file shows the file its writer wrote: the same

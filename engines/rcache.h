@@ -86,14 +86,22 @@ rcache_result rcache_get_blob(rcache *c, const char *id, const char *path, json_
  * next reader. Both NULL: the first hit stats. */
 void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct stat *st,
                       const rcache_ticket *t, const char *path);
-/* Whether n records of bytes bytes in all fit a bulk's share of the cache:
- * a quarter of its bounds (a bulk keeps its rows' bytes for
- * rcache_put_published up to that, so one bulk's memory is bounded by a
- * quarter of the cache's, and a bulk does not evict all that reads and
- * puts made hot). Each bulk has its own quarter: concurrent bulks on one
- * collection each keep up to it, and what they keep is counted in the
- * cache's bounds only once handed to it. */
-bool rcache_bulk_may_keep(const rcache *c, size_t n, size_t bytes);
+/* A bulk's share of the cache: how many records, and their bytes, it
+ * keeps for rcache_put_published (its memory until it ends). */
+typedef struct rcache_share {
+    size_t entries, bytes;
+} rcache_share;
+/* The share of a bulk beginning now, for each of the cache's bounds: the
+ * room it has free (within the process-wide budget too), so that keeping
+ * it evicts nothing, or a quarter of the bound when that is more, so that
+ * a bulk into a full cache evicts at most a quarter of what reads and
+ * puts made hot.
+ * A bulk's memory is bounded by the cache's bounds, whatever its size.
+ * Concurrent bulks each get their share; what they keep counts in the
+ * cache's bounds once handed to it (then the LRU evicts as for any put). */
+rcache_share rcache_bulk_share(rcache *c);
+/* Whether n records of bytes bytes in all fit share s. */
+bool rcache_share_fits(const rcache_share *s, size_t n, size_t bytes);
 /* A record a writer published by rename: its canonical bytes (as for
  * rcache_put_bytes; a reference given to the cache), the record file's
  * path and the fstat of the file as its writer wrote and closed it. */

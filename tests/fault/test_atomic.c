@@ -335,9 +335,9 @@ static long found_rows(int kind, const char *tag)
     return n < 0 ? -1 : (long)n;
 }
 
-/* Prints the entries of dir and of its subdirectories one level down (what
- * a check of leftover stages found). */
-static void list_left(const char *dir)
+/* Prints every entry under dir, down to depth levels below it (what a
+ * check of leftover stages found). */
+static void list_left(const char *dir, int depth)
 {
     DIR *dd = opendir(dir);
     struct dirent *de;
@@ -347,13 +347,8 @@ static void list_left(const char *dir)
         fprintf(stderr, "left: %s/%s\n", dir, de->d_name);
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        DIR *sd = opendir(p);
-        struct dirent *se;
-        while (sd && (se = readdir(sd)))
-            if (strcmp(se->d_name, ".") && strcmp(se->d_name, ".."))
-                fprintf(stderr, "left: %s/%s\n", p, se->d_name);
-        if (sd)
-            closedir(sd);
+        if (depth > 1)
+            list_left(p, depth - 1);
     }
     if (dd)
         closedir(dd);
@@ -487,7 +482,7 @@ static void trial(int kind, int t, double duration_ms, tally *ty)
                  kind == KIND_DOCS    ? "adocs/.storh/bulk"
                  : kind == KIND_QUEUE ? "aq"
                                       : "alog/.storh");
-        list_left(left);
+        list_left(left, 3);
     }
     CHECK(clean);
     /* and the store takes the same write again */

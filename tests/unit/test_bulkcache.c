@@ -1,7 +1,7 @@
 /* A bulk's records in the record cache (docstore_stage_commit keeps its
  * rows' bytes, rcache_put_published checks each against its path): they
- * are read back without their files, up to a quarter of the cache's
- * bounds, yet what
+ * are read back without their files, up to the room the cache has free
+ * (or a quarter of its bounds), yet what
  * any writer changes after (or between the rename and the check) is seen,
  * by a get and by a mirror's push, which takes its rows from those bytes
  * (the table is checked against a store that reads the files). */
@@ -112,24 +112,58 @@ TEST(a_bulks_records_are_read_back_without_their_files)
     docstore_close(ds);
 }
 
-/* a quarter of the cache's bounds: 2 of a cache of 8 */
-TEST(a_bulk_keeps_a_quarter_of_the_cache_bounds)
+/* The bulk's gets: how many of them the cache answered, the others read
+ * their file; each answers the bulk's slug. */
+static int bulk_hits(docstore *ds, const char *t)
 {
-    docstore *ds = cached_store("bounds", 8);
+    int hits = 0;
+    for (size_t i = 0; i < NIDS; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "%zu-%s", i, t);
+        how h;
+        CHECK_STR(get_slug(ds, IDS[i], &h), want);
+        hits += h == CACHEKIT_WATCHED || h == CACHEKIT_STATTED;
+    }
+    return hits;
+}
+
+/* into an empty cache of 4 entries, 4 of the 6 rows: its free room (more
+ * than a quarter), without an eviction */
+TEST(a_bulk_keeps_what_the_cache_has_free)
+{
+    docstore *ds = cached_store("free", 4);
     rcache_stats a, b;
     rcache_totals(&a);
     bulk(ds, "a");
     rcache_totals(&b);
-    CHECK_INT((long long)(b.entries - a.entries), 2);
-    how h;
-    int missed = 0;
-    for (size_t i = 0; i < NIDS; i++) {
-        char want[32];
-        snprintf(want, sizeof want, "%zu-a", i);
-        CHECK_STR(get_slug(ds, IDS[i], &h), want);
-        missed += h == CACHEKIT_MISS;
+    CHECK_INT((long long)(b.entries - a.entries), 4);
+    CHECK_INT((long long)(b.evictions - a.evictions), 0);
+    CHECK_INT(bulk_hits(ds, "a"), 4);
+    docstore_close(ds);
+}
+
+/* into a cache of 8 that puts filled: a quarter, 2 rows, evicting 2 of
+ * the records the puts made hot and no more */
+TEST(a_bulk_into_a_full_cache_keeps_a_quarter)
+{
+    docstore *ds = cached_store("full", 8);
+    char hot[8][UUID7_LEN + 1];
+    CHECK_INT(uuid7_generate_many(hot, 8, NULL), 0);
+    for (int i = 0; i < 8; i++)
+        CHECK_INT(cachekit_put(ds, hot[i], "slug", "hot"), 0);
+    rcache_stats a, b;
+    rcache_totals(&a);
+    bulk(ds, "a");
+    rcache_totals(&b);
+    CHECK_INT((long long)(b.entries - a.entries), 0);
+    CHECK_INT((long long)(b.evictions - a.evictions), 2);
+    int still = 0;
+    for (int i = 7; i >= 0; i--) { /* the newest first: a miss evicts the oldest */
+        how h;
+        CHECK_STR(get_slug(ds, hot[i], &h), "hot");
+        still += h == CACHEKIT_WATCHED || h == CACHEKIT_STATTED;
     }
-    CHECK_INT(missed, (int)NIDS - 2);
+    CHECK_INT(still, 6);
     docstore_close(ds);
 }
 
@@ -335,7 +369,8 @@ TEST(php_storh_rewrite_after_a_bulk_is_pushed)
 
 static const test_case tests[] = {
     TEST_ENTRY(a_bulks_records_are_read_back_without_their_files),
-    TEST_ENTRY(a_bulk_keeps_a_quarter_of_the_cache_bounds),
+    TEST_ENTRY(a_bulk_keeps_what_the_cache_has_free),
+    TEST_ENTRY(a_bulk_into_a_full_cache_keeps_a_quarter),
     TEST_ENTRY(what_changes_a_bulks_record_later_is_seen),
     TEST_ENTRY(without_inotify_a_bulks_records_are_statted),
     TEST_ENTRY(a_path_that_no_longer_holds_the_file_written_is_not_cached),
