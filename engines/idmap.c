@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mempolicy.h"
 #include "xxhash.h"
 
 enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TOMB = 2 };
@@ -23,16 +24,13 @@ static unsigned char *slot(const idmap *m, size_t i)
  * twice. A big table comes from the heap like any block (mempolicy.h): in
  * the virtual machines measured here a page the heap hands out again costs
  * 0.1 us, a fresh one (a mapping of its own, even MAP_POPULATE'd) 4 to 20 us
- * at its first write (bench/NOTES.md, "Fresh pages"). */
+ * at its first write (bench/NOTES.md, "Fresh pages"), so a table of some
+ * MiB is advised for huge pages (mempolicy_table). */
 static unsigned char *zeroed(size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size)
         return NULL;
-    size_t bytes = n * size;
-    unsigned char *p = malloc(bytes);
-    if (p) /* malloc + memset is calloc to a compiler */
-        explicit_bzero(p, bytes);
-    return p;
+    return mempolicy_table(n * size);
 }
 
 int idmap_init(idmap *m, size_t value_size)

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static _Atomic size_t kept;
 static _Atomic uint64_t releases;
@@ -33,6 +34,18 @@ size_t mempolicy_apply(uint64_t memory_limit)
         return 0;
     atomic_store(&kept, keep);
     return keep;
+}
+
+void *mempolicy_table(size_t bytes)
+{
+    void *p = NULL;
+    if (bytes < MEMPOLICY_HUGE_MIN || posix_memalign(&p, (size_t)2 << 20, bytes) != 0)
+        p = malloc(bytes ? bytes : 1);
+    else /* advice only: a kernel without THP (or a sanitizer's heap) ignores it */
+        (void)madvise(p, bytes, MADV_HUGEPAGE);
+    if (p) /* written, not calloc'd (idmap.c says why) */
+        explicit_bzero(p, bytes);
+    return p;
 }
 
 void mempolicy_release(void)

@@ -30,6 +30,15 @@
 size_t mempolicy_apply(uint64_t memory_limit);
 /* Gives the heap's free memory back to the system (malloc_trim); counted. */
 void mempolicy_release(void);
+/* Zeroed memory for a table of bytes bytes (a hash map's slots), freed
+ * with free(); NULL when out of memory. From MEMPOLICY_HUGE_MIN up it is
+ * aligned to 2 MiB and advised for transparent huge pages (MADV_HUGEPAGE,
+ * which Debian's kernels honour by default): its first touch then costs
+ * a fault per 2 MiB, not one per 4 KiB page (18 MiB zeroed in 1.3 ms
+ * against 50 to 94 ms in the virtual machines measured here). Where the
+ * kernel has no huge page to give, the advice does nothing. */
+void *mempolicy_table(size_t bytes);
+#define MEMPOLICY_HUGE_MIN ((size_t)4 << 20)
 /* For /metrics: the keep mempolicy_apply set last (0: none) and the
  * releases so far. Thread-safe. */
 void mempolicy_stats(size_t *keep, uint64_t *releases);

@@ -1,10 +1,14 @@
 /* test_mempolicy: the process's heap policy (mempolicy.h): a block of
  * megabytes comes from the heap, stays in it when freed and is served
  * again from it; a memory limit bounds what is kept; glibc tunables in the
- * environment leave the policy to them. glibc's allocator only: under
+ * environment leave the policy to them; a table of some MiB is zeroed and
+ * advised for huge pages. glibc's allocator only: under
  * ASan (its own allocator, whose mallopt refuses) the policy must say it
  * applied nothing; valgrind's allocator is not run here (memcheck.sh). */
 #include <malloc.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,10 +92,61 @@ TEST(the_environment_s_malloc_tunables_stand)
     unsetenv("GLIBC_TUNABLES");
 }
 
+/* The VmFlags line of the mapping of /proc/self/smaps that holds p
+ * into out ("" when none is found). */
+static void vmflags_of(const void *p, char *out, size_t cap)
+{
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    bool in = false;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (in && !strncmp(line, "VmFlags:", 8))
+            snprintf(out, cap, "%s", line + 8);
+    }
+    if (f)
+        fclose(f);
+}
+
+/* a table of some MiB: zeroed, on a 2 MiB boundary, advised for huge
+ * pages ("hg" in its mapping's flags); a small one: zeroed, as it came */
+TEST(a_big_table_is_zeroed_and_advised_for_huge_pages)
+{
+    size_t big = MEMPOLICY_HUGE_MIN + 12345;
+    unsigned char *t = mempolicy_table(big);
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    CHECK_INT((long long)((uintptr_t)t % ((uintptr_t)2 << 20)), 0);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < big; i++)
+        nonzero += t[i] != 0;
+    CHECK_INT((long long)nonzero, 0);
+    char flags[256], thp[128] = "";
+    vmflags_of(t, flags, sizeof flags);
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f && !fgets(thp, sizeof thp, f))
+        thp[0] = '\0';
+    if (f)
+        fclose(f);
+    if (thp[0] && !strstr(thp, "[never]")) /* a kernel with huge pages takes the advice */
+        CHECK(strstr(flags, " hg") != NULL);
+    free(t);
+    unsigned char *s = mempolicy_table(100);
+    CHECK(s != NULL);
+    for (size_t i = 0; s && i < 100; i++)
+        CHECK_INT(s[i], 0);
+    free(s);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(a_big_block_is_served_from_the_heap_and_kept),
     TEST_ENTRY(a_memory_limit_bounds_what_is_kept),
     TEST_ENTRY(the_environment_s_malloc_tunables_stand),
+    TEST_ENTRY(a_big_table_is_zeroed_and_advised_for_huge_pages),
 };
 
 TEST_MAIN(tests)
