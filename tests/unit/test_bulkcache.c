@@ -127,17 +127,24 @@ static int bulk_hits(docstore *ds, const char *t)
     return hits;
 }
 
+/* A bulk "a", checked to change the cache's entries and evictions by
+ * these. */
+static void bulk_changes(docstore *ds, long long entries, long long evictions)
+{
+    rcache_stats a, b;
+    rcache_totals(&a);
+    bulk(ds, "a");
+    rcache_totals(&b);
+    CHECK_INT((long long)(b.entries - a.entries), entries);
+    CHECK_INT((long long)(b.evictions - a.evictions), evictions);
+}
+
 /* into an empty cache of 4 entries, 4 of the 6 rows: its free room (more
  * than a quarter), without an eviction */
 TEST(a_bulk_keeps_what_the_cache_has_free)
 {
     docstore *ds = cached_store("free", 4);
-    rcache_stats a, b;
-    rcache_totals(&a);
-    bulk(ds, "a");
-    rcache_totals(&b);
-    CHECK_INT((long long)(b.entries - a.entries), 4);
-    CHECK_INT((long long)(b.evictions - a.evictions), 0);
+    bulk_changes(ds, 4, 0);
     CHECK_INT(bulk_hits(ds, "a"), 4);
     docstore_close(ds);
 }
@@ -151,12 +158,7 @@ TEST(a_bulk_into_a_full_cache_keeps_a_quarter)
     CHECK_INT(uuid7_generate_many(hot, 8, NULL), 0);
     for (int i = 0; i < 8; i++)
         CHECK_INT(cachekit_put(ds, hot[i], "slug", "hot"), 0);
-    rcache_stats a, b;
-    rcache_totals(&a);
-    bulk(ds, "a");
-    rcache_totals(&b);
-    CHECK_INT((long long)(b.entries - a.entries), 0);
-    CHECK_INT((long long)(b.evictions - a.evictions), 2);
+    bulk_changes(ds, 0, 2);
     int still = 0;
     for (int i = 7; i >= 0; i--) { /* the newest first: a miss evicts the oldest */
         how h;
