@@ -25,7 +25,7 @@ static unsigned char *slot(const idmap *m, size_t i)
  * the virtual machines measured here a page the heap hands out again costs
  * 0.1 us, a fresh one (a mapping of its own, even MAP_POPULATE'd) 4 to 20 us
  * at its first write (bench/NOTES.md, "Fresh pages"), so a table of some
- * MiB is advised for huge pages (mempolicy_table). */
+ * MiB is a mapping of its own on huge pages (mempolicy_table). */
 static unsigned char *zeroed(size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size)
@@ -45,7 +45,7 @@ int idmap_init(idmap *m, size_t value_size)
 
 void idmap_free(idmap *m)
 {
-    free(m->slots);
+    mempolicy_table_free(m->slots, m->cap * m->slot_size);
     memset(m, 0, sizeof *m);
 }
 
@@ -108,7 +108,7 @@ static int rehash(idmap *m, size_t cap)
         memcpy(slot(m, j), s, m->slot_size);
         m->len++;
     }
-    free(old);
+    mempolicy_table_free(old, oldcap * m->slot_size);
     return 0;
 }
 

@@ -2,9 +2,11 @@
 
 #include <malloc.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static _Atomic size_t kept;
 static _Atomic uint64_t releases;
@@ -36,16 +38,44 @@ size_t mempolicy_apply(uint64_t memory_limit)
     return keep;
 }
 
+#define HUGE_ALIGN ((size_t)2 << 20)
+
 void *mempolicy_table(size_t bytes)
 {
-    void *p = NULL;
-    if (bytes < MEMPOLICY_HUGE_MIN || posix_memalign(&p, (size_t)2 << 20, bytes) != 0)
-        p = malloc(bytes ? bytes : 1);
-    else /* advice only: a kernel without THP (or a sanitizer's heap) ignores it */
-        (void)madvise(p, bytes, MADV_HUGEPAGE);
-    if (p) /* written, not calloc'd (idmap.c says why) */
-        explicit_bzero(p, bytes);
+    if (bytes < MEMPOLICY_HUGE_MIN) {
+        void *p = malloc(bytes ? bytes : 1);
+        if (p) /* written, not calloc'd (idmap.c says why) */
+            explicit_bzero(p, bytes);
+        return p;
+    }
+    /* room to cut a 2 MiB boundary out of; the pages come zeroed */
+    size_t len = bytes + HUGE_ALIGN;
+    char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    uintptr_t at = ((uintptr_t)raw + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1);
+    char *p = (char *)at;
+    size_t head = (size_t)(p - raw), tail = len - head - bytes;
+    if (head)
+        munmap(raw, head);
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t keep = (bytes + pg - 1) / pg * pg; /* the table's own pages */
+    if (tail > keep - bytes)
+        munmap(p + keep, tail - (keep - bytes));
+    (void)madvise(p, keep, MADV_HUGEPAGE); /* advice: without THP it does nothing */
     return p;
+}
+
+void mempolicy_table_free(void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (bytes < MEMPOLICY_HUGE_MIN) {
+        free(p);
+        return;
+    }
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    munmap(p, (bytes + pg - 1) / pg * pg);
 }
 
 void mempolicy_release(void)

@@ -9,7 +9,8 @@
  * the fsync it waits for. mempolicy_apply keeps such blocks in the heap,
  * up to a bound; mempolicy_release gives back what the heap holds free,
  * for a server that has gone idle. Both are process-wide: call them from
- * main (storhd, storh-bench), not from a library. */
+ * main (storhd, storh-bench), not from a library (mempolicy_table is an
+ * allocation, for anyone). */
 #ifndef STORH_MEMPOLICY_H
 #define STORH_MEMPOLICY_H
 
@@ -30,14 +31,20 @@
 size_t mempolicy_apply(uint64_t memory_limit);
 /* Gives the heap's free memory back to the system (malloc_trim); counted. */
 void mempolicy_release(void);
-/* Zeroed memory for a table of bytes bytes (a hash map's slots), freed
- * with free(); NULL when out of memory. From MEMPOLICY_HUGE_MIN up it is
- * aligned to 2 MiB and advised for transparent huge pages (MADV_HUGEPAGE,
- * which Debian's kernels honour by default): its first touch then costs
- * a fault per 2 MiB, not one per 4 KiB page (18 MiB zeroed in 1.3 ms
- * against 50 to 94 ms in the virtual machines measured here). Where the
- * kernel has no huge page to give, the advice does nothing. */
+/* Zeroed memory for a table of bytes bytes (a hash map's slots), given
+ * back with mempolicy_table_free(p, bytes); NULL when out of memory. An
+ * ordinary allocation, safe from any thread and any library. Below
+ * MEMPOLICY_HUGE_MIN it comes from the heap; from it up it is a mapping
+ * of its own, aligned to 2 MiB and advised for transparent huge pages
+ * (MADV_HUGEPAGE, which Debian's kernels honour by default): its first
+ * touch then costs a fault per 2 MiB, not one per 4 KiB page (18 MiB
+ * zeroed in 1.3 ms against 50 to 94 ms in the virtual machines measured
+ * here), and it is unmapped when freed, so the advice leaves with it.
+ * With the kernel's default defrag setting such a fault may compact
+ * memory first (34 ms once in the same probe); without THP it is an
+ * ordinary mapping. */
 void *mempolicy_table(size_t bytes);
+void mempolicy_table_free(void *p, size_t bytes);
 #define MEMPOLICY_HUGE_MIN ((size_t)4 << 20)
 /* For /metrics: the keep mempolicy_apply set last (0: none) and the
  * releases so far. Thread-safe. */

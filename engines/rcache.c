@@ -51,7 +51,8 @@ struct rcache {
     idmap map; /* id -> node* */
     node *head, *tail;
     uint64_t hits, misses, evictions;
-    fwatch *fw;     /* NULL: every hit validated by stat */
+    size_t pledged_entries, pledged_bytes; /* bulks' shares not yet handed over */
+    fwatch *fw;                            /* NULL: every hit validated by stat */
     uint64_t named; /* records named by the watch's events (tickets compare it) */
 };
 
@@ -64,6 +65,7 @@ static _Atomic int64_t total_entries, total_bytes;
 static pthread_mutex_t gmu = PTHREAD_MUTEX_INITIALIZER;
 static node *ghead, *gtail;
 static size_t gbytes, gbudget; /* gbudget 0: no process-wide bound */
+static size_t gpledged;        /* bulks' shares of bytes, over every cache */
 static _Atomic uint64_t budget_evictions;
 
 void rcache_set_budget(size_t bytes)
@@ -651,26 +653,46 @@ void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct
     insert(c, n, cost, t, path);
 }
 
+/* room - used - pledged, or 0 */
+static size_t room_left(size_t room, size_t used, size_t pledged)
+{
+    return room > used && room - used > pledged ? room - used - pledged : 0;
+}
+
 rcache_share rcache_bulk_share(rcache *c)
 {
+    rcache_share s = {c->max_entries / 4, c->max_bytes / 4};
     pthread_mutex_lock(&c->mu);
-    size_t entries = c->max_entries > c->map.len ? c->max_entries - c->map.len : 0;
-    size_t bytes = c->max_bytes > c->bytes ? c->max_bytes - c->bytes : 0;
+    size_t entries = room_left(c->max_entries, c->map.len, c->pledged_entries);
+    size_t bytes = room_left(c->max_bytes, c->bytes, c->pledged_bytes);
     pthread_mutex_lock(&gmu);
     if (gbudget) {
-        size_t free = gbudget > gbytes ? gbudget - gbytes : 0;
-        if (free < bytes)
-            bytes = free;
+        size_t room = room_left(gbudget, gbytes, gpledged);
+        if (room < bytes)
+            bytes = room;
     }
-    pthread_mutex_unlock(&gmu);
-    pthread_mutex_unlock(&c->mu);
     /* each bound: the free room, or a quarter when that is more */
-    rcache_share s = {c->max_entries / 4, c->max_bytes / 4};
     if (entries > s.entries)
         s.entries = entries;
     if (bytes > s.bytes)
         s.bytes = bytes;
+    gpledged += s.bytes;
+    pthread_mutex_unlock(&gmu);
+    c->pledged_entries += s.entries;
+    c->pledged_bytes += s.bytes;
+    pthread_mutex_unlock(&c->mu);
     return s;
+}
+
+void rcache_bulk_unshare(rcache *c, const rcache_share *s)
+{
+    pthread_mutex_lock(&c->mu);
+    c->pledged_entries -= s->entries < c->pledged_entries ? s->entries : c->pledged_entries;
+    c->pledged_bytes -= s->bytes < c->pledged_bytes ? s->bytes : c->pledged_bytes;
+    pthread_mutex_lock(&gmu);
+    gpledged -= s->bytes < gpledged ? s->bytes : gpledged;
+    pthread_mutex_unlock(&gmu);
+    pthread_mutex_unlock(&c->mu);
 }
 
 bool rcache_share_fits(const rcache_share *s, size_t n, size_t bytes)

@@ -91,15 +91,20 @@ void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct
 typedef struct rcache_share {
     size_t entries, bytes;
 } rcache_share;
-/* The share of a bulk beginning now, for each of the cache's bounds: the
- * room it has free (within the process-wide budget too), so that keeping
- * it evicts nothing, or a quarter of the bound when that is more, so that
- * a bulk into a full cache evicts at most a quarter of what reads and
- * puts made hot.
- * A bulk's memory is bounded by the cache's bounds, whatever its size.
- * Concurrent bulks each get their share; what they keep counts in the
- * cache's bounds once handed to it (then the LRU evicts as for any put). */
+/* The share of a bulk beginning now, pledged to it until
+ * rcache_bulk_unshare: for each of the cache's bounds, the room it has
+ * free and not pledged to other bulks (within the process-wide budget
+ * too), so that keeping it evicts nothing that is cached now, or a
+ * quarter of the bound when that is more, so that a bulk into a full
+ * cache evicts at most a quarter of what reads and puts made hot. The
+ * memory of the bulks running at once is bounded by the cache's bounds
+ * and a quarter of them per bulk, whatever their sizes. Reads and puts do
+ * not heed pledges: what they cache meanwhile may be evicted when a
+ * bulk's rows are handed over. */
 rcache_share rcache_bulk_share(rcache *c);
+/* Gives back what rcache_bulk_share pledged (once the bulk handed its
+ * rows to the cache, or kept none). */
+void rcache_bulk_unshare(rcache *c, const rcache_share *s);
 /* Whether n records of bytes bytes in all fit share s. */
 bool rcache_share_fits(const rcache_share *s, size_t n, size_t bytes);
 /* A record a writer published by rename: its canonical bytes (as for

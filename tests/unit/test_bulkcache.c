@@ -169,6 +169,52 @@ TEST(a_bulk_into_a_full_cache_keeps_a_quarter)
     docstore_close(ds);
 }
 
+/* Stages rows {"slug": "<i>-<t>"} of ids into a new stage (not committed). */
+static docstore_stage *staged(docstore *ds, char (*ids)[UUID7_LEN + 1], size_t n, const char *t)
+{
+    docstore_stage *st = NULL;
+    storh_err err;
+    CHECK_INT(docstore_stage_begin(ds, &st, &err), 0);
+    for (size_t i = 0; st && i < n; i++) {
+        char body[64], out[UUID7_LEN + 1];
+        snprintf(body, sizeof body, "{\"slug\":\"%zu-%s\"}", i, t);
+        json_t *d = js(body);
+        CHECK_INT(docstore_stage_put(st, ids[i], d, out, &err), 0);
+        json_decref(d);
+    }
+    return st;
+}
+
+/* two bulks at once into an empty cache of 8: the first is pledged the
+ * free room, the second a quarter (2 rows), so together they fill the
+ * cache and evict nothing */
+TEST(bulks_at_once_share_the_free_room)
+{
+    docstore *ds = cached_store("twice", 8);
+    char a[6][UUID7_LEN + 1], b[6][UUID7_LEN + 1];
+    CHECK_INT(uuid7_generate_many(a, 6, NULL), 0);
+    CHECK_INT(uuid7_generate_many(b, 6, NULL), 0);
+    rcache_stats before, after;
+    rcache_totals(&before);
+    docstore_stage *sa = staged(ds, a, 6, "a"), *sb = staged(ds, b, 6, "b");
+    storh_err err;
+    CHECK_INT(docstore_stage_commit(sa, NULL, &err), 0);
+    CHECK_INT(docstore_stage_commit(sb, NULL, &err), 0);
+    rcache_totals(&after);
+    CHECK_INT((long long)(after.entries - before.entries), 8);
+    CHECK_INT((long long)(after.evictions - before.evictions), 0);
+    int hits = 0;
+    for (int i = 0; i < 6; i++) {
+        how h;
+        char want[16];
+        snprintf(want, sizeof want, "%d-b", i);
+        CHECK_STR(get_slug(ds, b[i], &h), want);
+        hits += h == CACHEKIT_WATCHED || h == CACHEKIT_STATTED;
+    }
+    CHECK_INT(hits, 2);
+    docstore_close(ds);
+}
+
 TEST(what_changes_a_bulks_record_later_is_seen)
 {
     docstore *ds = cached_store("later", 100);
@@ -373,6 +419,7 @@ static const test_case tests[] = {
     TEST_ENTRY(a_bulks_records_are_read_back_without_their_files),
     TEST_ENTRY(a_bulk_keeps_what_the_cache_has_free),
     TEST_ENTRY(a_bulk_into_a_full_cache_keeps_a_quarter),
+    TEST_ENTRY(bulks_at_once_share_the_free_room),
     TEST_ENTRY(what_changes_a_bulks_record_later_is_seen),
     TEST_ENTRY(without_inotify_a_bulks_records_are_statted),
     TEST_ENTRY(a_path_that_no_longer_holds_the_file_written_is_not_cached),

@@ -93,16 +93,17 @@ TEST(the_environment_s_malloc_tunables_stand)
 }
 
 /* The VmFlags line of the mapping of /proc/self/smaps that holds p
- * into out ("" when none is found). */
+ * into out ("" when none is found or smaps cannot be read). */
 static void vmflags_of(const void *p, char *out, size_t cap)
 {
     out[0] = '\0';
     FILE *f = fopen("/proc/self/smaps", "r");
-    char line[512];
+    static char line[8192]; /* a mapping's line holds its path */
     bool in = false;
     while (f && fgets(line, sizeof line, f)) {
         unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+        char dash;
+        if (sscanf(line, "%lx%c%lx ", &lo, &dash, &hi) == 3 && dash == '-')
             in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
         else if (in && !strncmp(line, "VmFlags:", 8))
             snprintf(out, cap, "%s", line + 8);
@@ -111,8 +112,20 @@ static void vmflags_of(const void *p, char *out, size_t cap)
         fclose(f);
 }
 
-/* a table of some MiB: zeroed, on a 2 MiB boundary, advised for huge
- * pages ("hg" in its mapping's flags); a small one: zeroed, as it came */
+/* Whether the kernel has transparent huge pages on (always or madvise). */
+static bool thp_on(void)
+{
+    char thp[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f && !fgets(thp, sizeof thp, f))
+        thp[0] = '\0';
+    if (f)
+        fclose(f);
+    return thp[0] && !strstr(thp, "[never]");
+}
+
+/* a table of some MiB: zeroed, writable, on a 2 MiB boundary, advised for
+ * huge pages ("hg" in its mapping's flags); a small one: zeroed */
 TEST(a_big_table_is_zeroed_and_advised_for_huge_pages)
 {
     size_t big = MEMPOLICY_HUGE_MIN + 12345;
@@ -125,21 +138,17 @@ TEST(a_big_table_is_zeroed_and_advised_for_huge_pages)
     for (size_t i = 0; i < big; i++)
         nonzero += t[i] != 0;
     CHECK_INT((long long)nonzero, 0);
-    char flags[256], thp[128] = "";
+    memset(t, 0xab, big); /* all of it writable */
+    char flags[256];
     vmflags_of(t, flags, sizeof flags);
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (f && !fgets(thp, sizeof thp, f))
-        thp[0] = '\0';
-    if (f)
-        fclose(f);
-    if (thp[0] && !strstr(thp, "[never]")) /* a kernel with huge pages takes the advice */
+    if (flags[0] && thp_on()) /* a kernel with huge pages takes the advice */
         CHECK(strstr(flags, " hg") != NULL);
-    free(t);
+    mempolicy_table_free(t, big);
     unsigned char *s = mempolicy_table(100);
     CHECK(s != NULL);
     for (size_t i = 0; s && i < 100; i++)
         CHECK_INT(s[i], 0);
-    free(s);
+    mempolicy_table_free(s, 100);
 }
 
 static const test_case tests[] = {
