@@ -67,7 +67,6 @@ struct docstore_stage {
     size_t nkept, capkept, kept_bytes;
     bool kept_full;     /* the share is used up: no more rows are kept */
     rcache_share share; /* taken at the first row keep_row sees (rcache_bulk_share) */
-    rcache *shared;     /* the cache that pledged it; NULL: none taken */
     bool keep;          /* committed but not finished: the next open finishes it */
 };
 
@@ -112,10 +111,8 @@ static void keep_row(docstore_stage *st, const char *id, const struct stat *writ
     rcache *c = st->ds->cache;
     if (!c || st->kept_full || !written->st_ino)
         return;
-    if (!st->shared) {
+    if (!st->share.cache)
         st->share = rcache_bulk_share(c);
-        st->shared = c;
-    }
     if (!rcache_share_fits(&st->share, st->nkept + 1, st->kept_bytes + st->enc.len)) {
         st->kept_full = true;
         return;
@@ -420,10 +417,10 @@ static void stage_free(docstore_stage *st, size_t from_row)
     for (size_t k = 0; k < st->nkept; k++)
         rcache_blob_release(st->kept[k].blob);
     free(st->kept);
-    /* handed over (remember_kept) or dropped: the pledge goes, unless the
-     * store's cache was replaced since (docstore_set_cache freed it) */
-    if (st->shared && st->shared == st->ds->cache)
-        rcache_bulk_unshare(st->shared, &st->share);
+    /* handed over (remember_kept) or dropped: the pledge goes (to the
+     * cache that made it, if still the store's) */
+    if (st->share.cache)
+        rcache_bulk_unshare(st->ds->cache, &st->share);
     buf_free(&st->enc);
     if (st->sync_fd >= 0)
         close(st->sync_fd);

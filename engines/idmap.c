@@ -18,14 +18,13 @@ static unsigned char *slot(const idmap *m, size_t i)
     return m->slots + i * m->slot_size;
 }
 
-/* n slots of size bytes, zeroed; NULL on overflow or out of memory. Written,
- * not calloc'd: a big calloc hands out fresh pages that read as the shared
- * zero page, so a probe's read then a put's write would fault each page
- * twice. A big table comes from the heap like any block (mempolicy.h): in
- * the virtual machines measured here a page the heap hands out again costs
- * 0.1 us, a fresh one (a mapping of its own, even MAP_POPULATE'd) 4 to 20 us
- * at its first write (bench/NOTES.md, "Fresh pages"), so a table of some
- * MiB is a mapping of its own on huge pages (mempolicy_table). */
+/* n slots of size bytes, zeroed; NULL on overflow or out of memory
+ * (mempolicy_table: written, not calloc'd, since a page first read as the
+ * shared zero page faults again at a put's write; a small table from the
+ * heap, which hands out pages it had again at 0.1 us where a fresh one
+ * costs 4 to 20 us at its first write in the virtual machines measured
+ * here, bench/NOTES.md "Fresh pages"; a table of some MiB a mapping of its
+ * own on huge pages, a fault per 2 MiB). */
 static unsigned char *zeroed(size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size)

@@ -52,6 +52,7 @@ struct rcache {
     node *head, *tail;
     uint64_t hits, misses, evictions;
     size_t pledged_entries, pledged_bytes; /* bulks' shares not yet handed over */
+    uint64_t serial;                       /* this cache, for the shares it pledges */
     fwatch *fw;                            /* NULL: every hit validated by stat */
     uint64_t named; /* records named by the watch's events (tickets compare it) */
 };
@@ -64,8 +65,9 @@ static _Atomic int64_t total_entries, total_bytes;
  * (a busy cache's oldest entries are skipped, not waited for). */
 static pthread_mutex_t gmu = PTHREAD_MUTEX_INITIALIZER;
 static node *ghead, *gtail;
-static size_t gbytes, gbudget; /* gbudget 0: no process-wide bound */
-static size_t gpledged;        /* bulks' shares of bytes, over every cache */
+static size_t gbytes, gbudget;   /* gbudget 0: no process-wide bound */
+static size_t gpledged;          /* bulks' shares of bytes, over every cache */
+static _Atomic uint64_t serials; /* the last cache's serial */
 static _Atomic uint64_t budget_evictions;
 
 void rcache_set_budget(size_t bytes)
@@ -122,6 +124,7 @@ rcache *rcache_new(rcache_mode mode, size_t max_entries, size_t max_bytes)
     }
     pthread_mutex_init(&c->mu, NULL);
     c->mode = mode;
+    c->serial = atomic_fetch_add(&serials, 1) + 1;
     c->max_entries = max_entries ? max_entries : 1;
     c->max_bytes = max_bytes ? max_bytes : 1;
     return c;
@@ -249,6 +252,10 @@ void rcache_free(rcache *c)
     if (!c)
         return;
     rcache_clear(c);
+    /* the shares of bulks still running leave with it */
+    pthread_mutex_lock(&gmu);
+    gpledged -= c->pledged_bytes < gpledged ? c->pledged_bytes : gpledged;
+    pthread_mutex_unlock(&gmu);
     fwatch_free(c->fw);
     idmap_free(&c->map);
     pthread_mutex_destroy(&c->mu);
@@ -661,7 +668,7 @@ static size_t room_left(size_t room, size_t used, size_t pledged)
 
 rcache_share rcache_bulk_share(rcache *c)
 {
-    rcache_share s = {c->max_entries / 4, c->max_bytes / 4};
+    rcache_share s = {c->max_entries / 4, c->max_bytes / 4, c->serial};
     pthread_mutex_lock(&c->mu);
     size_t entries = room_left(c->max_entries, c->map.len, c->pledged_entries);
     size_t bytes = room_left(c->max_bytes, c->bytes, c->pledged_bytes);
@@ -686,6 +693,8 @@ rcache_share rcache_bulk_share(rcache *c)
 
 void rcache_bulk_unshare(rcache *c, const rcache_share *s)
 {
+    if (!c || s->cache != c->serial)
+        return;
     pthread_mutex_lock(&c->mu);
     c->pledged_entries -= s->entries < c->pledged_entries ? s->entries : c->pledged_entries;
     c->pledged_bytes -= s->bytes < c->pledged_bytes ? s->bytes : c->pledged_bytes;

@@ -90,6 +90,7 @@ void rcache_put_bytes(rcache *c, const char *id, rcache_blob *blob, const struct
  * keeps for rcache_put_published (its memory until it ends). */
 typedef struct rcache_share {
     size_t entries, bytes;
+    uint64_t cache; /* the serial of the cache that pledged it (0: none) */
 } rcache_share;
 /* The share of a bulk beginning now, pledged to it until
  * rcache_bulk_unshare: for each of the cache's bounds, the room it has
@@ -103,7 +104,9 @@ typedef struct rcache_share {
  * bulk's rows are handed over. */
 rcache_share rcache_bulk_share(rcache *c);
 /* Gives back what rcache_bulk_share pledged (once the bulk handed its
- * rows to the cache, or kept none). */
+ * rows to the cache, or kept none); nothing when c is not the cache that
+ * pledged it (the store's cache was replaced since: rcache_free gave back
+ * what that one had pledged). */
 void rcache_bulk_unshare(rcache *c, const rcache_share *s);
 /* Whether n records of bytes bytes in all fit share s. */
 bool rcache_share_fits(const rcache_share *s, size_t n, size_t bytes);

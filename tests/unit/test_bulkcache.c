@@ -198,6 +198,9 @@ TEST(bulks_at_once_share_the_free_room)
     rcache_totals(&before);
     docstore_stage *sa = staged(ds, a, 6, "a"), *sb = staged(ds, b, 6, "b");
     storh_err err;
+    CHECK(sa && sb);
+    if (!sa || !sb)
+        return;
     CHECK_INT(docstore_stage_commit(sa, NULL, &err), 0);
     CHECK_INT(docstore_stage_commit(sb, NULL, &err), 0);
     rcache_totals(&after);
@@ -212,6 +215,21 @@ TEST(bulks_at_once_share_the_free_room)
         hits += h == CACHEKIT_WATCHED || h == CACHEKIT_STATTED;
     }
     CHECK_INT(hits, 2);
+    docstore_close(ds);
+}
+
+/* a bulk's pledge ends with it: after an aborted stage of 6 rows, the
+ * next bulk into the empty cache of 8 keeps all of its 6 */
+TEST(a_bulks_pledge_ends_with_it)
+{
+    docstore *ds = cached_store("pledge", 8);
+    char a[6][UUID7_LEN + 1];
+    CHECK_INT(uuid7_generate_many(a, 6, NULL), 0);
+    docstore_stage *sa = staged(ds, a, 6, "a");
+    CHECK(sa != NULL);
+    docstore_stage_abort(sa);
+    bulk_changes(ds, 6, 0);
+    CHECK_INT(bulk_hits(ds, "a"), 6);
     docstore_close(ds);
 }
 
@@ -420,6 +438,7 @@ static const test_case tests[] = {
     TEST_ENTRY(a_bulk_keeps_what_the_cache_has_free),
     TEST_ENTRY(a_bulk_into_a_full_cache_keeps_a_quarter),
     TEST_ENTRY(bulks_at_once_share_the_free_room),
+    TEST_ENTRY(a_bulks_pledge_ends_with_it),
     TEST_ENTRY(what_changes_a_bulks_record_later_is_seen),
     TEST_ENTRY(without_inotify_a_bulks_records_are_statted),
     TEST_ENTRY(a_path_that_no_longer_holds_the_file_written_is_not_cached),
