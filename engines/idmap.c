@@ -23,8 +23,8 @@ static unsigned char *slot(const idmap *m, size_t i)
  * shared zero page faults again at a put's write; a small table from the
  * heap, which hands out pages it had again at 0.1 us where a fresh one
  * costs 4 to 20 us at its first write in the virtual machines measured
- * here, bench/NOTES.md "Fresh pages"; a table of some MiB a mapping of its
- * own on huge pages, a fault per 2 MiB). */
+ * here, bench/NOTES.md "Fresh pages"; a table of some MiB on huge pages, a
+ * fault per 2 MiB). */
 static unsigned char *zeroed(size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size)

@@ -40,50 +40,18 @@ size_t mempolicy_apply(uint64_t memory_limit)
 
 #define HUGE_ALIGN ((size_t)2 << 20)
 
-/* Under AddressSanitizer a big table stays a heap block (posix_memalign):
- * its redzones and the leak checker's scan of it stay too. */
-#if defined(__SANITIZE_ADDRESS__)
-#define TABLE_ON_HEAP 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TABLE_ON_HEAP 1
-#endif
-#endif
-#ifndef TABLE_ON_HEAP
-#define TABLE_ON_HEAP 0
-#endif
-
-static size_t page_round(size_t bytes)
-{
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    return (bytes + pg - 1) / pg * pg;
-}
-
 void *mempolicy_table(size_t bytes)
 {
-    if (bytes > SIZE_MAX - 2 * HUGE_ALIGN)
+    if (bytes > SIZE_MAX - HUGE_ALIGN)
         return NULL;
     void *p = NULL;
     if (bytes < MEMPOLICY_HUGE_MIN) {
         p = malloc(bytes ? bytes : 1);
-    } else if (TABLE_ON_HEAP) {
-        if (posix_memalign(&p, HUGE_ALIGN, bytes) != 0)
-            p = NULL;
-        else
-            (void)madvise(p, bytes & ~(page_round(1) - 1), MADV_HUGEPAGE);
-    } else { /* a 2 MiB boundary cut out of a larger mapping */
-        size_t len = bytes + HUGE_ALIGN;
-        char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (raw == MAP_FAILED)
-            return NULL;
-        uintptr_t at = ((uintptr_t)raw + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1);
-        char *q = (char *)at;
-        size_t head = (size_t)(q - raw), keep = page_round(bytes);
-        if (head)
-            munmap(raw, head);
-        munmap(q + keep, len - head - keep);   /* at least a page: len has 2 MiB to spare */
-        (void)madvise(q, keep, MADV_HUGEPAGE); /* advice: without THP it does nothing */
-        p = q;
+    } else if (posix_memalign(&p, HUGE_ALIGN, bytes) != 0) {
+        p = NULL;
+    } else { /* advice: without THP it does nothing */
+        size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+        (void)madvise(p, bytes / pg * pg, MADV_HUGEPAGE);
     }
     /* written, not only read as zero: a first read would map the zero page
      * and the put's write fault again (idmap.c) */
@@ -94,12 +62,8 @@ void *mempolicy_table(size_t bytes)
 
 void mempolicy_table_free(void *p, size_t bytes)
 {
-    if (!p)
-        return;
-    if (bytes < MEMPOLICY_HUGE_MIN || TABLE_ON_HEAP)
-        free(p);
-    else
-        munmap(p, page_round(bytes));
+    (void)bytes; /* every table is a heap block */
+    free(p);
 }
 
 void mempolicy_release(void)
