@@ -44,7 +44,7 @@ int idmap_init(idmap *m, size_t value_size)
 
 void idmap_free(idmap *m)
 {
-    mempolicy_table_free(m->slots, m->cap * m->slot_size);
+    free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
@@ -107,7 +107,7 @@ static int rehash(idmap *m, size_t cap)
         memcpy(slot(m, j), s, m->slot_size);
         m->len++;
     }
-    mempolicy_table_free(old, oldcap * m->slot_size);
+    free(old);
     return 0;
 }
 

@@ -60,12 +60,6 @@ void *mempolicy_table(size_t bytes)
     return p;
 }
 
-void mempolicy_table_free(void *p, size_t bytes)
-{
-    (void)bytes; /* every table is a heap block */
-    free(p);
-}
-
 void mempolicy_release(void)
 {
     malloc_trim(0);

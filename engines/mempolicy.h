@@ -31,13 +31,11 @@
 size_t mempolicy_apply(uint64_t memory_limit);
 /* Gives the heap's free memory back to the system (malloc_trim); counted. */
 void mempolicy_release(void);
-/* Zeroed memory for a table of bytes bytes (a hash map's slots), given
- * back with mempolicy_table_free(p, bytes); NULL when out of memory. An
- * ordinary heap allocation, safe from any thread and any library (freed,
- * the heap keeps it as mempolicy_apply says). From MEMPOLICY_HUGE_MIN up it
- * is aligned to 2 MiB and advised for transparent huge pages
- * (MADV_HUGEPAGE, which Debian's kernels honour by default): its first
- * touch then costs a fault per 2 MiB, not one per 4 KiB page (18 MiB
+/* Zeroed memory for a table of bytes bytes (a hash map's slots), freed
+ * with free(); NULL when out of memory. An ordinary heap allocation, safe from any thread and any
+ * library (freed, the heap keeps it as mempolicy_apply says). From MEMPOLICY_HUGE_MIN up it is
+ * aligned to 2 MiB and advised for transparent huge pages (MADV_HUGEPAGE, which Debian's kernels
+ * honour by default): its first touch then costs a fault per 2 MiB, not one per 4 KiB page (18 MiB
  * zeroed in 1.3 ms against 50 to 94 ms in the virtual machines measured
  * here). With the kernel's default defrag setting such a fault may compact
  * memory first (34 ms once in the same probe); without THP the advice does
@@ -45,7 +43,6 @@ void mempolicy_release(void);
  * (a table of its own mapping, unmapped when freed, gave the heap less to
  * keep and release: test_http_metrics' quiet-spell release). */
 void *mempolicy_table(size_t bytes);
-void mempolicy_table_free(void *p, size_t bytes);
 #define MEMPOLICY_HUGE_MIN ((size_t)4 << 20)
 /* For /metrics: the keep mempolicy_apply set last (0: none) and the
  * releases so far. Thread-safe. */

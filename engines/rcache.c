@@ -247,6 +247,12 @@ void rcache_clear(rcache *c)
     }
 }
 
+/* *from less n, down to 0 at most (a pledge given back) */
+static void take_back(size_t *from, size_t n)
+{
+    *from -= n < *from ? n : *from;
+}
+
 void rcache_free(rcache *c)
 {
     if (!c)
@@ -254,7 +260,7 @@ void rcache_free(rcache *c)
     rcache_clear(c);
     /* the shares of bulks still running leave with it */
     pthread_mutex_lock(&gmu);
-    gpledged -= c->pledged_bytes < gpledged ? c->pledged_bytes : gpledged;
+    take_back(&gpledged, c->pledged_bytes);
     pthread_mutex_unlock(&gmu);
     fwatch_free(c->fw);
     idmap_free(&c->map);
@@ -696,10 +702,10 @@ void rcache_bulk_unshare(rcache *c, const rcache_share *s)
     if (!c || s->cache != c->serial)
         return;
     pthread_mutex_lock(&c->mu);
-    c->pledged_entries -= s->entries < c->pledged_entries ? s->entries : c->pledged_entries;
-    c->pledged_bytes -= s->bytes < c->pledged_bytes ? s->bytes : c->pledged_bytes;
+    take_back(&c->pledged_entries, s->entries);
+    take_back(&c->pledged_bytes, s->bytes);
     pthread_mutex_lock(&gmu);
-    gpledged -= s->bytes < gpledged ? s->bytes : gpledged;
+    take_back(&gpledged, s->bytes);
     pthread_mutex_unlock(&gmu);
     pthread_mutex_unlock(&c->mu);
 }
