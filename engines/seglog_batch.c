@@ -237,6 +237,9 @@ static int publish_spool(seglog *s, seglog_batch *b, storh_err *err)
     s->active_fd = fd;
     s->need_lf = false;
     seglog__seg_reset_stats(seglog__active(s));
+    /* room for the batch's ids at once, not a doubling per power of two
+     * (each a fresh table; without room, the puts below still grow it) */
+    (void)idmap_reserve(&s->state, s->state.len + b->n);
     rc = apply_spool(s, b->f, (uint32_t)(s->nsegs - 1), err);
     seglog__active(s)->size = b->size;
     estats_add(ESTAT_LOG_APPEND, 1);

@@ -20,7 +20,10 @@
 #include "seglog.h"
 
 #define NAME_CAP 64
-#define BATCH_CHUNK (1024 * 1024)
+/* A batch's spool is read back in chunks of this many bytes: a chunk's
+ * buffer is fresh memory on a process's first batch, and at 1 MiB its
+ * pages cost 4-5 ms to touch in the VMs measured (bench/NOTES.md) */
+#define BATCH_CHUNK (128 * 1024)
 #define PUT_PREFIX "{\"op\":\"put\",\"id\":\""
 #define PUT_PREFIX_LEN 18
 #define DEL_PREFIX "{\"op\":\"delete\",\"id\":\""
