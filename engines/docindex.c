@@ -288,28 +288,39 @@ const idxdef *docindex_def(const docindex *ix, const char *field)
     return NULL;
 }
 
-static int write_manifest(docindex *ix, storh_err *err)
+int docindex_manifest_encode(const docindex *ix, buf *out, char *path, storh_err *err)
 {
     json_t *fields = json_array();
     for (size_t i = 0; i < ix->n; i++)
         json_array_append_new(fields, json_pack("{sssbsb}", "field", ix->defs[i].field, "unique",
                                                 ix->defs[i].unique, "range", ix->defs[i].range));
     json_t *m = json_pack("{so}", "fields", fields);
+    int rc = sjson_encode_doc(out, m, SJSON_PRETTY, err);
+    json_decref(m);
+    return rc ? rc : manifest_path(ix, path, err);
+}
+
+void docindex_manifest_saved(docindex *ix)
+{
+    char p[PATH_MAX];
+    if (manifest_path(ix, p, NULL) == 0)
+        stat(p, &ix->manifest_st);
+}
+
+static int write_manifest(docindex *ix, storh_err *err)
+{
     buf b = BUF_INIT;
     char p[PATH_MAX];
-    int rc = sjson_encode_doc(&b, m, SJSON_PRETTY, err);
-    json_decref(m);
-    if (!rc)
-        rc = manifest_path(ix, p, err);
+    int rc = docindex_manifest_encode(ix, &b, p, err);
     if (!rc)
         rc = fsx_publish(p, b.data, b.len, err);
     if (!rc)
-        stat(p, &ix->manifest_st);
+        docindex_manifest_saved(ix);
     buf_free(&b);
     return rc;
 }
 
-int docindex_define(docindex *ix, const idxdef *defs, size_t n, bool *changed, storh_err *err)
+int docindex_merge(docindex *ix, const idxdef *defs, size_t n, bool *changed, storh_err *err)
 {
     *changed = false;
     for (size_t i = 0; i < n; i++) {
@@ -339,7 +350,17 @@ int docindex_define(docindex *ix, const idxdef *defs, size_t n, bool *changed, s
         d->range = d->range || defs[i].range;
     }
     qsort(ix->defs, ix->n, sizeof *ix->defs, def_cmp);
+    return 0;
+}
+
+int docindex_save(docindex *ix, storh_err *err)
+{
     return write_manifest(ix, err);
+}
+
+int docindex_reload(docindex *ix, storh_err *err)
+{
+    return read_manifest(ix, err);
 }
 
 /* ---------- file paths ---------- */

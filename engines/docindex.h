@@ -44,9 +44,13 @@ void docindex_free(docindex *ix);
 int docindex_refresh(docindex *ix, storh_err *err);
 bool docindex_active(const docindex *ix);
 const idxdef *docindex_def(const docindex *ix, const char *field);
-/* ORs defs into the definitions (there is no way to drop a flag, as in
- * storh); *changed tells whether anything changed. Writes the manifest. */
-int docindex_define(docindex *ix, const idxdef *defs, size_t n, bool *changed, storh_err *err);
+/* ORs defs into the definitions held in memory (there is no way to drop a
+ * flag, as in storh); *changed tells whether anything changed. The
+ * manifest is written by docindex_save, or by a build finished with
+ * save_defs; docindex_reload drops what was not written. */
+int docindex_merge(docindex *ix, const idxdef *defs, size_t n, bool *changed, storh_err *err);
+int docindex_save(docindex *ix, storh_err *err);
+int docindex_reload(docindex *ix, storh_err *err);
 
 /* Whether v is indexed at all: null, bool, int, float or string. */
 bool docindex_indexable(const json_t *v);
@@ -96,7 +100,9 @@ void docindex_mem_totals(docindex_mem_stats *out);
 typedef struct docindex_build docindex_build;
 int docindex_build_begin(docindex *ix, docindex_build **out, storh_err *err);
 int docindex_build_add(docindex_build *b, const char *id, const json_t *data, storh_err *err);
-int docindex_build_finish(docindex_build *b, storh_err *err);
+/* save_defs: the manifest is published with the build's files, renamed
+ * last, so that a reader sees the new definitions only with their entries. */
+int docindex_build_finish(docindex_build *b, bool save_defs, storh_err *err);
 void docindex_build_abort(docindex_build *b);
 
 /* A sorted set of record ids without duplicates, each DOCINDEX_ID bytes

@@ -459,18 +459,19 @@ static json_t *buckets_json(const docindex_build *b, bool compound)
     return map;
 }
 
-int docindex_build_finish(docindex_build *b, storh_err *err)
+int docindex_build_finish(docindex_build *b, bool save_defs, storh_err *err)
 {
     docindex *ix = b->ix;
     char entries[PATH_MAX];
+    /* every file of the build made durable together (pubset.h): one
+     * syncfs before the renames and one after, where syncfs serves; it
+     * makes the directories made here durable too */
+    bool fs = docgroup_default_mode() != DOCGROUP_SYNC_EACH;
     int rc = fsx_pathf(entries, err, "%s/entries", ix->dir);
     if (!rc && remove_tree(entries) != 0)
         rc = storh_err_sys(err, errno, "Could not clear %s", entries);
     if (!rc)
-        rc = fsx_mkdirs(entries, true, err);
-    /* every file of the build made durable together (pubset.h): one
-     * syncfs before the renames and one after, where syncfs serves */
-    bool fs = docgroup_default_mode() != DOCGROUP_SYNC_EACH;
+        rc = fsx_mkdirs(entries, !fs, err);
     pubset *set = NULL;
     if (!rc)
         rc = pubset_begin(ix->dir, fs, &set, err);
@@ -515,10 +516,20 @@ int docindex_build_finish(docindex_build *b, storh_err *err)
         buf_free(&ib);
         buf_free(&main);
     }
+    if (!rc && save_defs) { /* added last: renamed after every entry */
+        buf mb = BUF_INIT;
+        char p[PATH_MAX];
+        rc = docindex_manifest_encode(ix, &mb, p, err);
+        if (!rc)
+            rc = pubset_add(set, p, mb.data, mb.len, err);
+        buf_free(&mb);
+    }
     if (!rc)
         rc = pubset_commit(set, err);
     else
         pubset_abort(set);
+    if (!rc && save_defs)
+        docindex_manifest_saved(ix);
     docindex_build_abort(b);
     return rc;
 }

@@ -113,8 +113,10 @@ int docstore_health(docstore *ds, json_t **out, storh_err *err)
     return *out ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
 }
 
-/* Under the lock: rebuild every entry from the records on disk. */
-int docstore_reindex_locked(docstore *ds, json_t **out, storh_err *err)
+/* Under the lock: rebuild every entry from the records on disk; with
+ * save_defs, the definitions merged in memory are written with the entries
+ * (and dropped again if the build fails). */
+static int reindex_locked(docstore *ds, bool save_defs, json_t **out, storh_err *err)
 {
     docindex_build *b;
     pthread_rwlock_wrlock(&ds->ixlock);
@@ -123,9 +125,11 @@ int docstore_reindex_locked(docstore *ds, json_t **out, storh_err *err)
     if (!rc)
         rc = scan(ds, &t, false, b, NULL, err);
     if (!rc)
-        rc = docindex_build_finish(b, err);
+        rc = docindex_build_finish(b, save_defs, err);
     else
         docindex_build_abort(b);
+    if (rc && save_defs)
+        (void)docindex_reload(&ds->ix, NULL); /* the manifest on disk, as it was */
     size_t n = ds->ix.n;
     pthread_rwlock_unlock(&ds->ixlock);
     /* the records did not change (validated hits stay right); an
@@ -135,6 +139,11 @@ int docstore_reindex_locked(docstore *ds, json_t **out, storh_err *err)
     if (!rc && out)
         *out = json_pack("{sIsI}", "fields", (json_int_t)n, "entries", (json_int_t)t.records);
     return rc;
+}
+
+int docstore_reindex_locked(docstore *ds, json_t **out, storh_err *err)
+{
+    return reindex_locked(ds, false, out, err);
 }
 
 int docstore_reindex(docstore *ds, json_t **out, storh_err *err)
@@ -227,10 +236,16 @@ static int define_locked(docstore *ds, const idxdef *defs, size_t n, bool rebuil
                          storh_err *err)
 {
     pthread_rwlock_wrlock(&ds->ixlock);
-    int rc = docindex_define(&ds->ix, defs, n, changed, err);
+    int rc = docindex_merge(&ds->ix, defs, n, changed, err);
+    /* a rebuild publishes the manifest with its entries: one durable step */
+    bool with_build = !rc && *changed && rebuild;
+    if (!rc && !with_build)
+        rc = docindex_save(&ds->ix, err);
+    if (rc)
+        (void)docindex_reload(&ds->ix, NULL);
     pthread_rwlock_unlock(&ds->ixlock);
-    if (!rc && *changed && rebuild)
-        rc = docstore_reindex_locked(ds, NULL, err);
+    if (with_build)
+        rc = reindex_locked(ds, true, NULL, err);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "estats.h"
+#include "fault.h"
 #include "fsx.h"
 
 typedef struct pfile {
@@ -131,8 +132,10 @@ int pubset_commit(pubset *p, storh_err *err)
         return rc;
     }
     size_t done = 0;
-    for (; !rc && done < p->n; done++)
+    for (; !rc && done < p->n; done++) {
+        fault_point("pubset.rename"); /* name@N: before the Nth rename */
         rc = fsx_rename(p->f[done].tmp, p->f[done].path, false, err);
+    }
     for (size_t i = done - 1; rc && i < p->n; i++) /* the failed one's temp and after */
         unlink(p->f[i].tmp);
     if (!rc && p->n)

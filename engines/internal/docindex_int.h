@@ -17,6 +17,12 @@
 
 #define RANGE_STRIDE 256
 
+/* The manifest's bytes for the definitions held (appended to out) and its
+ * path; after it is published elsewhere, docindex_manifest_saved records
+ * the file's state so that docindex_refresh does not read it back. */
+int docindex_manifest_encode(const docindex *ix, buf *out, char *path, storh_err *err);
+void docindex_manifest_saved(docindex *ix);
+
 /* The file of an equality entry, a compound bucket, a range field. */
 int docindex_eq_path(const docindex *ix, const char *field, const char *vk, char *out,
                      storh_err *err);

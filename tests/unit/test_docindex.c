@@ -674,6 +674,67 @@ TEST(query_answer_is_the_query_encoded)
     docstore_close(ds);
 }
 
+/* A define that rebuilds publishes its manifest with the entries, renamed
+ * last: killed before any of the three renames (two entry files, then the
+ * manifest), the store has no definitions (a reader never sees them before
+ * their entries), its queries scan, and the define done again builds. */
+TEST(define_cut_by_a_crash_leaves_no_definitions)
+{
+    for (int cut = 1; cut <= 3; cut++) {
+        char name[16];
+        snprintf(name, sizeof name, "cut%d", cut);
+        docstore *ds = open_store(name, NULL);
+        put(ds, A, "{\"kind\":\"page\"}");
+        put(ds, B, "{\"kind\":\"post\"}");
+        docstore_close(ds);
+        pid_t pid = fork();
+        if (pid == 0) {
+            char at[32];
+            snprintf(at, sizeof at, "pubset.rename@%d", cut);
+            setenv("STORH_FAULT", at, 1);
+            docstore *c = open_store(name, "{\"fields\":[{\"field\":\"kind\"}]}");
+            docstore_close(c);
+            _exit(0); /* the fault point was not reached */
+        }
+        int status = -1;
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 86);
+        char rel[64];
+        snprintf(rel, sizeof rel, "%s/.storh/indexes/manifest.jsonc", name);
+        char *m = file(rel);
+        CHECK(m == NULL);
+        free(m);
+        ds = open_store(name, NULL);
+        json_t *defs = docstore_indexes(ds);
+        CHECK_INT((long)json_array_size(json_object_get(defs, "fields")), 0);
+        json_decref(defs);
+        const char *q = "{\"where\":[{\"field\":\"kind\",\"op\":\"eq\",\"value\":\"post\"}]}";
+        json_t *r = run(ds, q);
+        json_t *recs = json_object_get(r, "records");
+        CHECK_INT((long)json_array_size(recs), 1);
+        CHECK_STR(json_string_value(json_object_get(json_array_get(recs, 0), "id")), B);
+        json_decref(r);
+        json_t *b = js("{\"fields\":[{\"field\":\"kind\"}]}"), *out = NULL;
+        CHECK_INT(docstore_define_indexes(ds, b, true, &out, NULL), 0);
+        CHECK(json_is_true(json_object_get(out, "changed")));
+        json_decref(out);
+        json_decref(b);
+        m = file(rel);
+        CHECK(m != NULL && strstr(m, "\"kind\"") != NULL);
+        free(m);
+        r = run(ds, q);
+        recs = json_object_get(r, "records");
+        CHECK_INT((long)json_array_size(recs), 1);
+        CHECK_STR(json_string_value(json_object_get(json_array_get(recs, 0), "id")), B);
+        json_decref(r);
+        json_t *h = NULL;
+        CHECK_INT(docstore_health(ds, &h, NULL), 0);
+        CHECK(json_is_true(json_object_get(h, "ok")));
+        json_decref(h);
+        docstore_close(ds);
+    }
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(value_and_range_keys_match_storh),
     TEST_ENTRY(entry_files_are_storh_bytes),
@@ -686,6 +747,7 @@ static const test_case tests[] = {
     TEST_ENTRY(schema_validation),
     TEST_ENTRY(index_memory_sees_other_processes),
     TEST_ENTRY(query_answer_is_the_query_encoded),
+    TEST_ENTRY(define_cut_by_a_crash_leaves_no_definitions),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
