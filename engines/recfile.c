@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +102,8 @@ static int walk(recfile_list *l, const char *dir, int depth, recfile_keep_fn kee
         if (type == DT_DIR && depth < 64) {
             rc = walk(l, path, depth + 1, keep, ctx);
         } else if (type == DT_REG && nl > 6 && !strcmp(nm + nl - 6, ".jsonc")) {
-            if (strlen(dir) + 1 + nl >= PATH_MAX || (keep && !keep(ctx, dirfd(d), nm, nl - 6)))
+            l->found++;
+            if (strlen(dir) + 1 + nl >= PATH_MAX || (keep && !keep(ctx, dirfd(d), dir, nm, nl - 6)))
                 continue;
             if (!have_dir && (rc = add_dir(l, dir, &didx)) != 0)
                 break;
@@ -134,6 +136,21 @@ int recfile_list_open(const char *datadir, recfile_list *l)
     return recfile_list_open_keep(datadir, l, NULL, NULL);
 }
 
+/* Sorted by key, the last of each run of equal keys kept. */
+static void sort_unique(recfile_list *l)
+{
+    if (l->n > 1)
+        qsort_r(l->e, l->n, sizeof *l->e, ent_cmp, l->arena);
+    size_t w = 0;
+    for (size_t r = 0; r < l->n; r++) {
+        if (r + 1 < l->n && l->e[r].klen == l->e[r + 1].klen &&
+            !strcmp(l->arena + l->e[r].key, l->arena + l->e[r + 1].key))
+            continue;
+        l->e[w++] = l->e[r];
+    }
+    l->n = w;
+}
+
 int recfile_list_open_keep(const char *datadir, recfile_list *l, recfile_keep_fn keep, void *ctx)
 {
     memset(l, 0, sizeof *l);
@@ -143,17 +160,181 @@ int recfile_list_open_keep(const char *datadir, recfile_list *l, recfile_keep_fn
         errno = e;
         return -1;
     }
-    if (l->n > 1)
-        qsort_r(l->e, l->n, sizeof *l->e, ent_cmp, l->arena);
-    /* keep the last of each run of equal keys */
-    size_t w = 0;
-    for (size_t r = 0; r < l->n; r++) {
-        if (r + 1 < l->n && l->e[r].klen == l->e[r + 1].klen &&
-            !strcmp(l->arena + l->e[r].key, l->arena + l->e[r + 1].key))
-            continue;
-        l->e[w++] = l->e[r];
+    sort_unique(l);
+    return 0;
+}
+
+/* ---- the listing walked by two threads ---- */
+
+/* The directories of one half of datadir's, walked in their order. */
+typedef struct half {
+    recfile_list l;
+    const char *datadir;
+    char **names;
+    size_t n;
+    recfile_keep_fn keep;
+    void *ctx;
+    int rc, eno;
+} half;
+
+static void *walk_half(void *p)
+{
+    half *h = p;
+    char path[PATH_MAX];
+    for (size_t i = 0; h->rc == 0 && i < h->n; i++) {
+        if (snprintf(path, sizeof path, "%s/%s", h->datadir, h->names[i]) >= (int)sizeof path)
+            continue; /* as walk: a path too long is not a record's */
+        h->rc = walk(&h->l, path, 1, h->keep, h->ctx);
     }
-    l->n = w;
+    h->eno = h->rc ? errno : 0;
+    return NULL;
+}
+
+/* The entries of b appended to a (b's arena, directories and entries
+ * after a's, b's walk order after a's); b is freed either way. */
+static int merge(recfile_list *a, recfile_list *b)
+{
+    int rc = 0;
+    if (a->alen + b->alen > UINT32_MAX || a->n + b->n > UINT32_MAX) {
+        errno = ENOMEM;
+        rc = -1;
+    }
+    char *ar = rc ? NULL : realloc(a->arena, a->alen + b->alen + 1);
+    uint32_t *dirs = ar ? realloc(a->dirs, (a->ndirs + b->ndirs + 1) * sizeof *dirs) : NULL;
+    if (ar) {
+        a->arena = ar;
+        a->acap = a->alen + b->alen + 1;
+    }
+    if (dirs) {
+        a->dirs = dirs;
+        a->dcap = a->ndirs + b->ndirs + 1;
+    }
+    recfile_ent *e = dirs ? realloc(a->e, (a->n + b->n + 1) * sizeof *e) : NULL;
+    if (e) {
+        a->e = e;
+        a->cap = a->n + b->n + 1;
+        if (b->alen) /* none: b kept no file (its arena never made) */
+            memcpy(a->arena + a->alen, b->arena, b->alen);
+        for (size_t i = 0; i < b->ndirs; i++)
+            a->dirs[a->ndirs + i] = b->dirs[i] + (uint32_t)a->alen;
+        for (size_t i = 0; i < b->n; i++)
+            a->e[a->n + i] =
+                (recfile_ent){b->e[i].key + (uint32_t)a->alen, b->e[i].dir + (uint32_t)a->ndirs,
+                              b->e[i].order + (uint32_t)a->n, b->e[i].klen};
+        a->alen += b->alen;
+        a->ndirs += b->ndirs;
+        a->n += b->n;
+        a->found += b->found;
+    } else if (!rc) {
+        errno = ENOMEM;
+        rc = -1;
+    }
+    recfile_list_free(b);
+    return rc;
+}
+
+/* datadir's names when every entry is a directory (none: an empty list;
+ * 1: walk it in one go: a file, a link or a type the listing must stat
+ * sits beside them, or they are too few to share); -1 on error. */
+static int top_dirs(const char *datadir, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(datadir);
+    if (!d)
+        return errno == ENOENT ? 1 : -1;
+    size_t cap = 0;
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (de->d_type != DT_DIR) {
+            rc = 1;
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 256;
+            char **v = realloc(*out, cap * sizeof *v);
+            if (!v) {
+                rc = -1;
+                break;
+            }
+            *out = v;
+        }
+        if (!((*out)[*n] = strdup(de->d_name)))
+            rc = -1;
+        else
+            (*n)++;
+    }
+    int e = errno;
+    closedir(d);
+    if (rc == 0 && *n < RECFILE_SPLIT_MIN)
+        rc = 1;
+    if (rc) {
+        for (size_t i = 0; i < *n; i++)
+            free((*out)[i]);
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    errno = e;
+    return rc;
+}
+
+int recfile_list_open_split(const char *datadir, recfile_list *l, recfile_keep_fn keep, void *ctx)
+{
+    char **names;
+    size_t n;
+    int t = top_dirs(datadir, &names, &n);
+    if (t < 0) {
+        memset(l, 0, sizeof *l);
+        return -1;
+    }
+    if (t > 0)
+        return recfile_list_open_keep(datadir, l, keep, ctx);
+    /* the first directory here, then the rest: in one walk when the first
+     * says the listing is small (a thread's start costs what a few
+     * hundred files' listing does), else half of them on a thread of its
+     * own, half here; merged, the same walk order as one walk of datadir,
+     * whose readdir gave this order */
+    half a = {.datadir = datadir, .names = names, .n = 1, .keep = keep, .ctx = ctx};
+    walk_half(&a);
+    half b = a;
+    b.l = (recfile_list){0};
+    b.n = 0;
+    if (a.rc == 0 && a.l.found * n < RECFILE_SPLIT_FILES) {
+        a.n = n - 1;
+        a.names = names + 1;
+        walk_half(&a);
+    } else if (a.rc == 0) {
+        a.n = (n - 1) / 2;
+        a.names = names + 1;
+        b.names = names + 1 + a.n;
+        b.n = n - 1 - a.n;
+        pthread_t th;
+        bool threaded = pthread_create(&th, NULL, walk_half, &b) == 0;
+        walk_half(&a);
+        if (threaded)
+            pthread_join(th, NULL);
+        else
+            walk_half(&b);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    int rc = a.rc ? a.rc : b.rc, eno = a.rc ? a.eno : b.eno;
+    if (!rc && b.l.found && (rc = merge(&a.l, &b.l)) != 0)
+        eno = errno;
+    recfile_list_free(&b.l); /* after an error: merge never took it */
+    if (rc) {
+        recfile_list_free(&a.l);
+        memset(l, 0, sizeof *l);
+        errno = eno;
+        return -1;
+    }
+    *l = a.l;
+    sort_unique(l);
     return 0;
 }
 

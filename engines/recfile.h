@@ -28,6 +28,7 @@ typedef struct recfile_list {
     size_t ndirs, dcap;
     recfile_ent *e;
     size_t n, cap;
+    size_t found; /* record files walked, those a keep left out too */
 } recfile_list;
 
 /* Lists every *.jsonc under datadir (any depth up to 64), sorted by key in
@@ -36,11 +37,23 @@ typedef struct recfile_list {
  * recfile_list_free. */
 int recfile_list_open(const char *datadir, recfile_list *l);
 /* Whether a file found goes into the listing: name is its name in the
- * directory dirfd, its key the first klen bytes. */
-typedef bool (*recfile_keep_fn)(void *ctx, int dirfd, const char *name, size_t klen);
+ * directory dirfd (whose path, as walked from datadir, is dir), its key
+ * the first klen bytes. */
+typedef bool (*recfile_keep_fn)(void *ctx, int dirfd, const char *dir, const char *name,
+                                size_t klen);
 /* As recfile_list_open, leaving out each file keep returns false for
  * (called as the files are found, before the sort; NULL keeps all). */
 int recfile_list_open_keep(const char *datadir, recfile_list *l, recfile_keep_fn keep, void *ctx);
+/* As recfile_list_open_keep, with datadir's directories walked by two
+ * threads at once, half each (the caller's and one it starts), when
+ * datadir holds at least RECFILE_SPLIT_MIN entries, all of them
+ * directories (a store's shards), and its first directory's files times
+ * their count reach RECFILE_SPLIT_FILES; else in one walk. The listing is
+ * the one walk's, in the same order. keep is then called from both
+ * threads at once, for files of different directories. */
+#define RECFILE_SPLIT_MIN 16
+#define RECFILE_SPLIT_FILES 4096
+int recfile_list_open_split(const char *datadir, recfile_list *l, recfile_keep_fn keep, void *ctx);
 void recfile_list_free(recfile_list *l);
 static inline const char *recfile_list_key(const recfile_list *l, size_t i)
 {

@@ -11,8 +11,9 @@
  * listing's lookups, with the file state the memo keeps), else its file's
  * (one open, fstat, read and close). When the row map
  * is complete before the feed opens (the push kept it), each file is
- * stated as it is listed, relative to its shard, and a record known
- * unchanged never enters the listing (nor its sort). The push consumes
+ * stated as it is listed, relative to its shard (half the shards by a
+ * thread of the listing's own, recfile.h), and a record known unchanged
+ * never enters the listing (nor its sort). The push consumes
  * the items in order from a ring. During the walk the memo belongs to the
  * reader and the row map is only read by it (the push sets have_row.seen,
  * a field the reader never reads). Every push has its reader (a listing is
@@ -24,6 +25,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,12 +65,14 @@ struct mfeed {
     int list_rc;
     storh_err list_err;
     recfile_list l;
-    int datafd;     /* data/, opened once: files are stated relative to it */
-    size_t datalen; /* strlen of data/'s path, as the listing's paths begin */
-    size_t next;    /* the listing entry the reader takes next */
-    long unchanged; /* records known unchanged (their rows marked seen) */
-    storh_err err;  /* the reader's, until the push takes the item MFEED_ERR */
-    bool done;      /* the reader handed out its last item */
+    int datafd;             /* data/, opened once: files are stated relative to it */
+    size_t datalen;         /* strlen of data/'s path, as the listing's paths begin */
+    size_t next;            /* the listing entry the reader takes next */
+    _Atomic long unchanged; /* records known unchanged (their rows marked seen) */
+    bool split;             /* two threads list (keep_file's rule for it) */
+    atomic_bool odd;        /* a file the split listing found outside its shard */
+    storh_err err;          /* the reader's, until the push takes the item MFEED_ERR */
+    bool done;              /* the reader handed out its last item */
     mfeed_item ring[RING];
     /* the thread: head = items made, tail = items the push let go; the
      * push takes every item made at once ([tail, end), while holding) and
@@ -129,12 +133,25 @@ static int known_unchanged(mfeed *f, size_t i, const have_row *have)
     return judge(f, f->datafd, rel, recfile_list_key(&f->l, i), have);
 }
 
+/* Whether dir, as the listing walked it, is key's own shard: data/<xx>
+ * with xx the id's 25th and 26th characters (docstore_record_path). */
+static bool own_shard(const mfeed *f, const char *dir, const char *key)
+{
+    size_t dl = f->datalen;
+    return strlen(dir) == dl + 3 && !memcmp(dir, f->data, dl) && dir[dl] == '/' &&
+           dir[dl + 1] == key[24] && dir[dl + 2] == key[25];
+}
+
 /* A file as it is listed (rows complete): false, left out, when it is
  * gone or known unchanged (its row marked seen). Of two files of one id
  * the later listed wins, as in the listing: one found after a file of its
  * id was left out goes in (that one no longer counts), and one found after
- * a file of its id went in goes in too. */
-static bool keep_file(void *p, int dirfd, const char *name, size_t klen)
+ * a file of its id went in goes in too. While two threads list (f->split)
+ * only a file in its own shard is judged: a directory holds one file of a
+ * name, so no two threads judge one id; a file elsewhere (a copy may sit
+ * in its shard, walked by the other thread) goes in untouched and has the
+ * listing made again in one walk (list). */
+static bool keep_file(void *p, int dirfd, const char *dir, const char *name, size_t klen)
 {
     mfeed *f = p;
     char key[IDMAP_KEY + 1];
@@ -145,6 +162,10 @@ static bool keep_file(void *p, int dirfd, const char *name, size_t klen)
     have_row *have = uuid7_is_valid(key, IDMAP_KEY) ? idmap_get(f->rows, key) : NULL;
     if (!have)
         return true;
+    if (f->split && !own_shard(f, dir, key)) {
+        atomic_store(&f->odd, true);
+        return true;
+    }
     if (have->seen) {
         have->seen = false;
         f->unchanged--;
@@ -171,17 +192,36 @@ static void reserve_memo(mfeed *f)
     f->reserve = false;
 }
 
-/* Lists data/ (the reader's, or the push's without a thread). */
+/* Lists data/ (the reader's, or the push's without a thread). Where each
+ * file is judged as it is listed, the shards are halved between this
+ * thread and another (recfile_list_open_split): the stats are most of
+ * such a push. A listing alone is not: halved, a first push of 50,000
+ * records took longer (the halves' memory, merged). */
 static void list(mfeed *f)
 {
     f->listed = true;
     f->datafd = -1;
+    f->datalen = strlen(f->data);
     bool judge = f->complete && f->memo;
-    if (recfile_list_open_keep(f->data, &f->l, judge ? keep_file : NULL, f) != 0) {
+    f->split = judge;
+    int rc = judge ? recfile_list_open_split(f->data, &f->l, keep_file, f)
+                   : recfile_list_open_keep(f->data, &f->l, NULL, NULL);
+    if (rc == 0 && judge && atomic_load(&f->odd)) {
+        /* a file outside its shard: the marks undone, then one walk */
+        recfile_list_free(&f->l);
+        size_t pos = 0;
+        const char *id;
+        void *v;
+        while (idmap_next(f->rows, &pos, &id, &v))
+            ((have_row *)v)->seen = ((have_row *)v)->listed = false;
+        f->unchanged = 0;
+        f->split = false;
+        rc = recfile_list_open_keep(f->data, &f->l, keep_file, f);
+    }
+    if (rc != 0) {
         f->list_rc = storh_err_sys(&f->list_err, errno, "Could not list records under %s", f->data);
         return;
     }
-    f->datalen = strlen(f->data);
     f->datafd = f->l.n ? open(f->data, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     /* a first walk puts every record in the memo: room made at once, not a
      * doubling per power of two; once the first items are out, so that the

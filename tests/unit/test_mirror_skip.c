@@ -434,6 +434,122 @@ TEST(push_reads_ahead_many_records)
     mirror_free(m);
 }
 
+/* The id of record i of the big store: its shard (the 25th and 26th
+ * characters) i's low byte, so the records fill every shard. */
+static void big_id(int i, char *out, size_t n)
+{
+    snprintf(out, n, "018bcfe5-6800-7000-8000-%02x%010x", i & 255, i);
+}
+
+/* The data the store's listing gives for id (the stream's: of two files
+ * of one id, the one walked later), encoded; "" when none. */
+static void streamed(docstore *ds, const char *id, char *out, size_t n)
+{
+    docstore_iter *it = NULL;
+    snprintf(out, n, "%s", "");
+    CHECK_INT(docstore_iter_open(ds, NULL, &it, NULL), 0);
+    const char *k;
+    json_t *d;
+    int rc;
+    while ((rc = docstore_iter_next(it, &k, &d, NULL)) == 1) {
+        if (!strcmp(k, id)) {
+            char *t = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+            snprintf(out, n, "%s", t ? t : "");
+            free(t);
+        }
+        json_decref(d);
+    }
+    docstore_iter_close(it);
+}
+
+/* A store big enough for a push of unchanged records to judge its files
+ * on two threads (recfile_list_open_split): changes and deletions still
+ * pushed; a copy of a record in another shard makes it list again in one
+ * walk, and the row is then what the listing gives for that id. */
+TEST(push_judges_big_stores_on_two_threads)
+{
+    enum { N = 5000 };
+    char dir[PATH_MAX], id[64], data[96], path[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/big", root);
+    mirror *m = make();
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    storh_err err;
+    const mirror_coll *c = mirror_find(m, "sk", false, &err);
+    mirror_uninstall(m, c, NULL);
+    docstore *ds = NULL;
+    docstore_open(dir, "sk", &ds, NULL);
+    docstore_stage *st = NULL;
+    CHECK_INT(docstore_stage_begin(ds, &st, &err), 0);
+    for (int i = 0; i < N; i++) {
+        big_id(i, id, sizeof id);
+        snprintf(data, sizeof data, "{\"slug\":\"g%d\",\"v\":%d}", i, i);
+        json_t *d = js(data);
+        char out[UUID7_LEN + 1];
+        CHECK_INT(docstore_stage_put(st, id, d, out, &err), 0);
+        json_decref(d);
+    }
+    CHECK_INT(docstore_stage_commit(st, NULL, &err), 0);
+    json_t *t = push(m, c, ds);
+    CHECK_INT(mirrorkit_total(t, "inserted"), N);
+    json_decref(t);
+    t = push(m, c, ds);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), N);
+    json_decref(t);
+    for (int i = 3; i < N; i += 500) { /* 10 changed */
+        big_id(i, id, sizeof id);
+        snprintf(data, sizeof data, "{\"slug\":\"g%d\",\"v\":%d}", i, -i);
+        mirrorkit_put(ds, id, data);
+    }
+    for (int i = 11; i < N; i += 1000) { /* 5 deleted */
+        big_id(i, id, sizeof id);
+        record_path(ds, id, path);
+        CHECK_INT(unlink(path), 0);
+    }
+    t = push(m, c, ds);
+    CHECK_INT(mirrorkit_total(t, "updated"), 10);
+    CHECK_INT(mirrorkit_total(t, "deleted"), 5);
+    CHECK_INT(mirrorkit_total(t, "unchanged"), N - 15);
+    json_decref(t);
+    /* record 40's bytes, changed, also in the shard of record 41 (no SQL
+     * between the pushes: a query drops the rows a push keeps, and only a
+     * push that kept them judges files as it lists them) */
+    big_id(40, id, sizeof id);
+    char other[64], copy[PATH_MAX], bytes[256], want[256], got[256];
+    big_id(41, other, sizeof other);
+    snprintf(copy, sizeof copy, "%s/data/%c%c/%s.jsonc", docstore_dir(ds), other[24], other[25],
+             id);
+    snprintf(bytes, sizeof bytes, "{\"id\":\"%s\",\"data\":{\"slug\":\"g40\",\"v\":4040}}\n", id);
+    FILE *f = fopen(copy, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(bytes, f);
+        fclose(f);
+    }
+    streamed(ds, id, want, sizeof want);
+    CHECK(want[0] != '\0');
+    t = push(m, c, ds);
+    CHECK_INT(mirrorkit_total(t, "updated") + mirrorkit_total(t, "unchanged"), N - 5);
+    json_decref(t);
+    row_text(m, "SELECT \"data\" FROM \"t_sk\" WHERE \"id\" = ?", id, got, sizeof got);
+    json_t *gj = js(got);
+    char *gs = json_dumps(gj, JSON_COMPACT | JSON_SORT_KEYS);
+    CHECK_STR(gs, want);
+    free(gs);
+    json_decref(gj);
+    /* the copy gone: the record's own file again */
+    CHECK_INT(unlink(copy), 0);
+    t = push(m, c, ds);
+    json_decref(t);
+    CHECK_INT(row_int(m, "SELECT \"v\" FROM \"t_sk\" WHERE \"id\" = ?", id), 40);
+    CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\" WHERE \"v\" < 0", NULL), 10);
+    CHECK_INT(row_int(m, "SELECT COUNT(*) FROM \"t_sk\"", NULL), N - 5);
+    mirror_uninstall(m, c, NULL);
+    docstore_close(ds);
+    mirror_free(m);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(push_sees_same_size_rewrite_in_place),
     TEST_ENTRY(push_sees_same_size_replace),
@@ -442,6 +558,7 @@ static const test_case tests[] = {
     TEST_ENTRY(push_repairs_rows_another_writer_changed),
     TEST_ENTRY(rows_from_bytes_equal_rows_from_data),
     TEST_ENTRY(push_reads_ahead_many_records),
+    TEST_ENTRY(push_judges_big_stores_on_two_threads),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
