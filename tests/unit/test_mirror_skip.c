@@ -361,49 +361,80 @@ TEST(rows_from_bytes_equal_rows_from_data)
     mirror_free(m);
 }
 
-/* Enough records for the push to read ahead on its reader thread: rows
- * changed, deleted and unchanged all counted, and a record that does not
- * decode fails the push mid-walk and leaves the table as it was. */
-TEST(push_reads_ahead_many_records)
+/* The id of record i of the many-records store (all in one shard). */
+static void many_id(int i, char *out, size_t n)
 {
-    enum { N = 600 };
-    char dir[PATH_MAX], id[64], data[96], path[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/many", root);
-    mirror *m = make();
-    CHECK(m != NULL);
-    if (!m)
-        return;
+    snprintf(out, n, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
+}
+
+/* A fresh mirror (*m, its collection *c) and store under name holding n
+ * records written by one bulk: record i with id idf(i) and data
+ * {"slug": "<prefix><i>", "v": i}. NULL when the mirror cannot be made. */
+static docstore *bulk_store(const char *name, int n, void (*idf)(int, char *, size_t), char prefix,
+                            mirror **m, const mirror_coll **c)
+{
+    char dir[PATH_MAX], id[64], data[96];
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    *m = make();
+    CHECK(*m != NULL);
+    if (!*m)
+        return NULL;
     storh_err err;
-    const mirror_coll *c = mirror_find(m, "sk", false, &err);
-    mirror_uninstall(m, c, NULL);
+    *c = mirror_find(*m, "sk", false, &err);
+    mirror_uninstall(*m, *c, NULL);
     docstore *ds = NULL;
     docstore_open(dir, "sk", &ds, NULL);
     docstore_stage *st = NULL;
     CHECK_INT(docstore_stage_begin(ds, &st, &err), 0);
-    for (int i = 0; i < N; i++) {
-        snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
-        snprintf(data, sizeof data, "{\"slug\":\"m%d\",\"v\":%d}", i, i);
+    for (int i = 0; i < n; i++) {
+        idf(i, id, sizeof id);
+        snprintf(data, sizeof data, "{\"slug\":\"%c%d\",\"v\":%d}", prefix, i, i);
         json_t *d = js(data);
         char out[UUID7_LEN + 1];
         CHECK_INT(docstore_stage_put(st, id, d, out, &err), 0);
         json_decref(d);
     }
     CHECK_INT(docstore_stage_commit(st, NULL, &err), 0);
-    json_t *t = push(m, c, ds);
-    CHECK_INT(mirrorkit_total(t, "inserted"), N);
-    json_decref(t);
-    for (int i = 50; i < N; i += 50) { /* 11 changed */
-        snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
-        snprintf(data, sizeof data, "{\"slug\":\"m%d\",\"v\":%d}", i, -i);
+    return ds;
+}
+
+/* Behind the mirror's back: records from, from + step, ... below n get
+ * v = -i (changed), and records gone, gone + gstep, ... lose their file. */
+static void change_and_delete(docstore *ds, void (*idf)(int, char *, size_t), char prefix, int n,
+                              int from, int step, int gone, int gstep)
+{
+    char id[64], data[96], path[PATH_MAX];
+    for (int i = from; i < n; i += step) {
+        idf(i, id, sizeof id);
+        snprintf(data, sizeof data, "{\"slug\":\"%c%d\",\"v\":%d}", prefix, i, -i);
         mirrorkit_put(ds, id, data);
     }
-    for (int i = 7; i < N; i += 100) { /* 6 deleted */
-        snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + i);
+    for (int i = gone; i < n; i += gstep) {
+        idf(i, id, sizeof id);
         record_path(ds, id, path);
         CHECK_INT(unlink(path), 0);
     }
+}
+
+/* Enough records for the push to read ahead on its reader thread: rows
+ * changed, deleted and unchanged all counted, and a record that does not
+ * decode fails the push mid-walk and leaves the table as it was. */
+TEST(push_reads_ahead_many_records)
+{
+    enum { N = 600 };
+    char id[64], path[PATH_MAX];
+    mirror *m;
+    const mirror_coll *c;
+    docstore *ds = bulk_store("many", N, many_id, 'm', &m, &c);
+    if (!ds)
+        return;
+    storh_err err;
+    json_t *t = push(m, c, ds);
+    CHECK_INT(mirrorkit_total(t, "inserted"), N);
+    json_decref(t);
+    change_and_delete(ds, many_id, 'm', N, 50, 50, 7, 100); /* 11 changed, 6 deleted */
     /* one record that does not decode, half way */
-    snprintf(id, sizeof id, "018bcfe5-6800-7000-8000-%012x", 0x1000 + 301);
+    many_id(301, id, sizeof id);
     record_path(ds, id, path);
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
@@ -469,44 +500,19 @@ static void streamed(docstore *ds, const char *id, char *out, size_t n)
 TEST(push_judges_big_stores_on_two_threads)
 {
     enum { N = 5000 };
-    char dir[PATH_MAX], id[64], data[96], path[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/big", root);
-    mirror *m = make();
-    CHECK(m != NULL);
-    if (!m)
+    char id[64];
+    mirror *m;
+    const mirror_coll *c;
+    docstore *ds = bulk_store("big", N, big_id, 'g', &m, &c);
+    if (!ds)
         return;
-    storh_err err;
-    const mirror_coll *c = mirror_find(m, "sk", false, &err);
-    mirror_uninstall(m, c, NULL);
-    docstore *ds = NULL;
-    docstore_open(dir, "sk", &ds, NULL);
-    docstore_stage *st = NULL;
-    CHECK_INT(docstore_stage_begin(ds, &st, &err), 0);
-    for (int i = 0; i < N; i++) {
-        big_id(i, id, sizeof id);
-        snprintf(data, sizeof data, "{\"slug\":\"g%d\",\"v\":%d}", i, i);
-        json_t *d = js(data);
-        char out[UUID7_LEN + 1];
-        CHECK_INT(docstore_stage_put(st, id, d, out, &err), 0);
-        json_decref(d);
-    }
-    CHECK_INT(docstore_stage_commit(st, NULL, &err), 0);
     json_t *t = push(m, c, ds);
     CHECK_INT(mirrorkit_total(t, "inserted"), N);
     json_decref(t);
     t = push(m, c, ds);
     CHECK_INT(mirrorkit_total(t, "unchanged"), N);
     json_decref(t);
-    for (int i = 3; i < N; i += 500) { /* 10 changed */
-        big_id(i, id, sizeof id);
-        snprintf(data, sizeof data, "{\"slug\":\"g%d\",\"v\":%d}", i, -i);
-        mirrorkit_put(ds, id, data);
-    }
-    for (int i = 11; i < N; i += 1000) { /* 5 deleted */
-        big_id(i, id, sizeof id);
-        record_path(ds, id, path);
-        CHECK_INT(unlink(path), 0);
-    }
+    change_and_delete(ds, big_id, 'g', N, 3, 500, 11, 1000); /* 10 changed, 5 deleted */
     t = push(m, c, ds);
     CHECK_INT(mirrorkit_total(t, "updated"), 10);
     CHECK_INT(mirrorkit_total(t, "deleted"), 5);
