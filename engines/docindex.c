@@ -307,7 +307,7 @@ void docindex_manifest_saved(docindex *ix)
         stat(p, &ix->manifest_st);
 }
 
-static int write_manifest(docindex *ix, storh_err *err)
+int docindex_save(docindex *ix, storh_err *err)
 {
     buf b = BUF_INIT;
     char p[PATH_MAX];
@@ -351,11 +351,6 @@ int docindex_merge(docindex *ix, const idxdef *defs, size_t n, bool *changed, st
     }
     qsort(ix->defs, ix->n, sizeof *ix->defs, def_cmp);
     return 0;
-}
-
-int docindex_save(docindex *ix, storh_err *err)
-{
-    return write_manifest(ix, err);
 }
 
 int docindex_reload(docindex *ix, storh_err *err)

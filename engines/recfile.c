@@ -191,46 +191,42 @@ static void *walk_half(void *p)
 }
 
 /* The entries of b appended to a (b's arena, directories and entries
- * after a's, b's walk order after a's); b is freed either way. */
-static int merge(recfile_list *a, recfile_list *b)
+ * after a's, b's walk order after a's); b stays the caller's to free. On
+ * failure (errno ENOMEM) a keeps its own entries. */
+static int merge(recfile_list *a, const recfile_list *b)
 {
-    int rc = 0;
     if (a->alen + b->alen > UINT32_MAX || a->n + b->n > UINT32_MAX) {
         errno = ENOMEM;
-        rc = -1;
+        return -1;
     }
-    char *ar = rc ? NULL : realloc(a->arena, a->alen + b->alen + 1);
-    uint32_t *dirs = ar ? realloc(a->dirs, (a->ndirs + b->ndirs + 1) * sizeof *dirs) : NULL;
-    if (ar) {
-        a->arena = ar;
-        a->acap = a->alen + b->alen + 1;
-    }
-    if (dirs) {
-        a->dirs = dirs;
-        a->dcap = a->ndirs + b->ndirs + 1;
-    }
-    recfile_ent *e = dirs ? realloc(a->e, (a->n + b->n + 1) * sizeof *e) : NULL;
-    if (e) {
-        a->e = e;
-        a->cap = a->n + b->n + 1;
-        if (b->alen) /* none: b kept no file (its arena never made) */
-            memcpy(a->arena + a->alen, b->arena, b->alen);
-        for (size_t i = 0; i < b->ndirs; i++)
-            a->dirs[a->ndirs + i] = b->dirs[i] + (uint32_t)a->alen;
-        for (size_t i = 0; i < b->n; i++)
-            a->e[a->n + i] =
-                (recfile_ent){b->e[i].key + (uint32_t)a->alen, b->e[i].dir + (uint32_t)a->ndirs,
-                              b->e[i].order + (uint32_t)a->n, b->e[i].klen};
-        a->alen += b->alen;
-        a->ndirs += b->ndirs;
-        a->n += b->n;
-        a->found += b->found;
-    } else if (!rc) {
-        errno = ENOMEM;
-        rc = -1;
-    }
-    recfile_list_free(b);
-    return rc;
+    char *ar = realloc(a->arena, a->alen + b->alen + 1);
+    if (!ar)
+        return -1;
+    a->arena = ar;
+    a->acap = a->alen + b->alen + 1;
+    uint32_t *dirs = realloc(a->dirs, (a->ndirs + b->ndirs + 1) * sizeof *dirs);
+    if (!dirs)
+        return -1;
+    a->dirs = dirs;
+    a->dcap = a->ndirs + b->ndirs + 1;
+    recfile_ent *e = realloc(a->e, (a->n + b->n + 1) * sizeof *e);
+    if (!e)
+        return -1;
+    a->e = e;
+    a->cap = a->n + b->n + 1;
+    if (b->alen) /* none: b kept no file (its arena never made) */
+        memcpy(a->arena + a->alen, b->arena, b->alen);
+    for (size_t i = 0; i < b->ndirs; i++)
+        a->dirs[a->ndirs + i] = b->dirs[i] + (uint32_t)a->alen;
+    for (size_t i = 0; i < b->n; i++)
+        a->e[a->n + i] =
+            (recfile_ent){b->e[i].key + (uint32_t)a->alen, b->e[i].dir + (uint32_t)a->ndirs,
+                          b->e[i].order + (uint32_t)a->n, b->e[i].klen};
+    a->alen += b->alen;
+    a->ndirs += b->ndirs;
+    a->n += b->n;
+    a->found += b->found;
+    return 0;
 }
 
 /* datadir's names when every entry is a directory (none: an empty list;
@@ -326,7 +322,7 @@ int recfile_list_open_split(const char *datadir, recfile_list *l, recfile_keep_f
     int rc = a.rc ? a.rc : b.rc, eno = a.rc ? a.eno : b.eno;
     if (!rc && b.l.found && (rc = merge(&a.l, &b.l)) != 0)
         eno = errno;
-    recfile_list_free(&b.l); /* after an error: merge never took it */
+    recfile_list_free(&b.l);
     if (rc) {
         recfile_list_free(&a.l);
         memset(l, 0, sizeof *l);

@@ -209,11 +209,7 @@ static void list(mfeed *f)
     if (rc == 0 && judge && atomic_load(&f->odd)) {
         /* a file outside its shard: the marks undone, then one walk */
         recfile_list_free(&f->l);
-        size_t pos = 0;
-        const char *id;
-        void *v;
-        while (idmap_next(f->rows, &pos, &id, &v))
-            ((have_row *)v)->seen = ((have_row *)v)->listed = false;
+        mirror__rows_unmark(f->rows);
         f->unchanged = 0;
         f->split = false;
         rc = recfile_list_open_keep(f->data, &f->l, keep_file, f);

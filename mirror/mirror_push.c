@@ -373,6 +373,15 @@ static int db_version(mirror *m, long long *version, bool *known, storh_err *err
     return mdriver_query(m->db, m->db->ops->data_version_sql, NULL, 0, version_row, version, err);
 }
 
+void mirror__rows_unmark(const idmap *rows)
+{
+    size_t pos = 0;
+    const char *id;
+    void *v;
+    while (idmap_next(rows, &pos, &id, &v))
+        ((have_row *)v)->seen = ((have_row *)v)->listed = false;
+}
+
 /* The rows kept of c's table, taken out of c (NULL: none). When they are
  * still the table's at this version (*known), every row's seen and listed
  * are cleared; else they are emptied, their memory kept for the push. */
@@ -387,11 +396,8 @@ static mkept *kept_take(mirror *m, const mirror_coll *c, long long version, bool
     *known = k && k->valid && k->version == version;
     if (k && !*known)
         idmap_clear(&k->rows);
-    size_t pos = 0;
-    const char *id;
-    void *v;
-    while (*known && idmap_next(&k->rows, &pos, &id, &v))
-        ((have_row *)v)->seen = ((have_row *)v)->listed = false;
+    if (*known)
+        mirror__rows_unmark(&k->rows);
     return k;
 }
 
