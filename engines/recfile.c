@@ -136,11 +136,93 @@ int recfile_list_open(const char *datadir, recfile_list *l)
     return recfile_list_open_keep(datadir, l, NULL, NULL);
 }
 
+/* A record's key as a canonical lowercase UUID (8-4-4-4-12 hex digits)
+ * packed into 128 bits, whose order as two integers is the string's byte
+ * order (digits and lowercase hex letters both ascend, and the dashes sit
+ * at the same places); false for any other key. */
+typedef struct uuid_key {
+    uint64_t hi, lo;
+} uuid_key;
+
+/* 1 + a lowercase hex digit's value, 0 for any other byte */
+static const unsigned char HEX1[256] = {
+    ['0'] = 1, ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+};
+
+/* The 16 hex digits at k's positions p[0..15] as one integer; false when
+ * one is not a lowercase hex digit. */
+static bool pack16(const unsigned char *k, const unsigned char *p, uint64_t *out)
+{
+    uint64_t w = 0;
+    unsigned bad = 0;
+    for (int i = 0; i < 16; i++) {
+        unsigned v = HEX1[k[p[i]]];
+        bad |= v == 0;
+        w = w << 4 | ((v - 1) & 15);
+    }
+    *out = w;
+    return !bad;
+}
+
+static bool uuid_pack(const char *key, size_t klen, uuid_key *out)
+{
+    static const unsigned char hi[16] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17};
+    static const unsigned char lo[16] = {19, 20, 21, 22, 24, 25, 26, 27,
+                                         28, 29, 30, 31, 32, 33, 34, 35};
+    const unsigned char *k = (const unsigned char *)key;
+    return klen == 36 && k[8] == '-' && k[13] == '-' && k[18] == '-' && k[23] == '-' &&
+           pack16(k, hi, &out->hi) & pack16(k, lo, &out->lo);
+}
+
+/* Entries by their packed keys (keys[e.order]: order is the entry's index
+ * before the sort), then walk order */
+static int uuid_cmp(const void *a, const void *b, void *keys)
+{
+    const recfile_ent *x = a, *y = b;
+    const uuid_key *kx = (const uuid_key *)keys + x->order, *ky = (const uuid_key *)keys + y->order;
+    if (kx->hi != ky->hi)
+        return kx->hi < ky->hi ? -1 : 1;
+    if (kx->lo != ky->lo)
+        return kx->lo < ky->lo ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Sorted as ent_cmp sorts, by the packed keys when every key is a UUID (a
+ * store's record names: two integer compares instead of a memcmp through
+ * the arena, most of a listing's sort); false when some key is not one or
+ * there is no room for the keys. Sets *dups when two keys are equal. */
+static bool sort_uuids(recfile_list *l, bool *dups)
+{
+    uuid_key *keys = malloc(l->n * sizeof *keys);
+    if (!keys)
+        return false;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->e[i].order != i || !uuid_pack(l->arena + l->e[i].key, l->e[i].klen, &keys[i])) {
+            free(keys);
+            return false;
+        }
+    }
+    qsort_r(l->e, l->n, sizeof *l->e, uuid_cmp, keys);
+    *dups = false;
+    for (size_t i = 0; i + 1 < l->n && !*dups; i++) {
+        const uuid_key *a = &keys[l->e[i].order], *b = &keys[l->e[i + 1].order];
+        *dups = a->hi == b->hi && a->lo == b->lo;
+    }
+    free(keys);
+    return true;
+}
+
 /* Sorted by key, the last of each run of equal keys kept. */
 static void sort_unique(recfile_list *l)
 {
-    if (l->n > 1)
+    if (l->n < 2)
+        return;
+    bool dups = true;
+    if (!sort_uuids(l, &dups))
         qsort_r(l->e, l->n, sizeof *l->e, ent_cmp, l->arena);
+    if (!dups)
+        return;
     size_t w = 0;
     for (size_t r = 0; r < l->n; r++) {
         if (r + 1 < l->n && l->e[r].klen == l->e[r + 1].klen &&

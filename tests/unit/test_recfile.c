@@ -3,7 +3,10 @@
  * (recfile_list_open_split). The two give the same listing: the same keys
  * in the same order, the same file for a key found twice (the later one
  * walked), the same files a keep leaves out; and the split one falls back
- * to one walk where datadir holds anything but shards. */
+ * to one walk where datadir holds anything but shards. Keys that are all
+ * lowercase UUIDs (a store's) are sorted by their packed digits, in the
+ * same byte order. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
@@ -152,7 +155,90 @@ TEST(split_listing_falls_back_to_one_walk)
     recfile_list_free(&two);
 }
 
+/* The i-th key of the uuids test: UUID-shaped, its hex digits taken from
+ * a sequence that crosses the digit/letter boundary at every place. */
+static void uuid_key(char out[37], unsigned i)
+{
+    unsigned long long x = (i + 1) * 0x9e3779b97f4a7c15ull;
+    snprintf(out, 37, "0190%04llx-%04llx-7%03llx-%04llx-%012llx", x >> 48, (x >> 32) & 0xffff,
+             (x >> 20) & 0xfff, 0x8000 | ((x >> 4) & 0x3fff), (x * 31) & 0xffffffffffffull);
+}
+
+/* datadir/sh/key.jsonc */
+static void put_key(const char *datadir, const char *sh, const char *key)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", datadir, sh);
+    (void)mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/%s/%s.jsonc", datadir, sh, key);
+    touch(p, "{}");
+}
+
+/* Which of shards a and b datadir's readdir (the walk's order) gives later. */
+static const char *walked_later(const char *datadir, const char *a, const char *b)
+{
+    DIR *d = opendir(datadir);
+    CHECK(d != NULL);
+    const char *later = NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (!strcmp(de->d_name, a))
+            later = a;
+        else if (!strcmp(de->d_name, b))
+            later = b;
+    if (d)
+        closedir(d);
+    return later;
+}
+
+/* The listing of keys every one a lowercase UUID (sorted by their packed
+ * digits) is in byte order as any other, the later walked of a key found
+ * twice kept; with a name beside them that is not one (sorted by bytes),
+ * the same. */
+TEST(uuid_names_sort_as_their_bytes)
+{
+    char dir[PATH_MAX], key[37], p[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/uuids", root);
+    CHECK_INT(mkdir(dir, 0755), 0);
+    enum { N = 600 };
+    for (unsigned i = 0; i < N; i++) {
+        char sh[3];
+        uuid_key(key, i);
+        snprintf(sh, sizeof sh, "%02u", i % 20);
+        put_key(dir, sh, key);
+    }
+    /* keys that differ in their last digit only, across 9/a */
+    put_key(dir, "00", "0190aaaa-bbbb-7ccc-8ddd-000000000009");
+    put_key(dir, "00", "0190aaaa-bbbb-7ccc-8ddd-00000000000a");
+    put_key(dir, "00", "0190aaaa-bbbb-7ccc-8ddd-000000000010");
+    /* one key in two shards */
+    uuid_key(key, 7); /* in shard 07 */
+    put_key(dir, "13", key);
+    const char *later = walked_later(dir, "07", "13");
+    for (int round = 0; round < 2; round++) {
+        recfile_list l;
+        CHECK_INT(recfile_list_open_keep(dir, &l, NULL, NULL), 0);
+        CHECK_INT((long long)l.n, N + 3 + round * 2);
+        int unordered = 0, found = 0;
+        for (size_t i = 0; i < l.n; i++) {
+            unordered += i && strcmp(recfile_list_key(&l, i - 1), recfile_list_key(&l, i)) >= 0;
+            if (!strcmp(recfile_list_key(&l, i), key)) {
+                found++;
+                CHECK_INT(recfile_list_path(&l, i, p), 0);
+                CHECK(later && strstr(p, later) == p + strlen(dir) + 1);
+            }
+        }
+        CHECK_INT(unordered, 0);
+        CHECK_INT(found, 1);
+        recfile_list_free(&l);
+        /* then names that are not lowercase UUIDs beside them */
+        put_key(dir, "05", "0190AAAA-BBBB-7CCC-8DDD-000000000001");
+        put_key(dir, "05", "0190aaaa-bbbb-7ccc-8ddd-00000000000");
+    }
+}
+
 static const test_case tests[] = {
+    TEST_ENTRY(uuid_names_sort_as_their_bytes),
     TEST_ENTRY(split_listing_is_the_one_walk_listing),
     TEST_ENTRY(split_listing_keeps_what_keep_keeps),
     TEST_ENTRY(split_listing_falls_back_to_one_walk),
