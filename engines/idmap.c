@@ -8,50 +8,59 @@
 #include "mempolicy.h"
 #include "xxhash.h"
 
-enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TOMB = 2 };
-
-/* slot layout: state byte, key[36], padding to 8, value */
+/* entry layout: live byte, key[36], padding to 8, value */
 #define VALUE_OFF 40
+/* an index slot whose entry was removed: no place (low half 0), not 0 */
+#define SLOT_TOMB ((uint64_t)1 << 32)
+/* entry places are stored + 1 in 32 bits */
+#define ENT_MAX ((size_t)UINT32_MAX - 1)
 
-static unsigned char *slot(const idmap *m, size_t i)
+static unsigned char *ent(const idmap *m, size_t i)
 {
-    return m->slots + i * m->slot_size;
+    return m->ents + i * m->ent_size;
 }
 
-/* n slots of size bytes, zeroed; NULL on overflow or out of memory
+static uint64_t slot_of(size_t hash, size_t at)
+{
+    return ((uint64_t)hash >> 32) << 32 | (uint64_t)(at + 1);
+}
+
+/* n index slots, zeroed; NULL on overflow or out of memory
  * (mempolicy_table: written, not calloc'd, since a page first read as the
- * shared zero page faults again at a put's write; a small table from the
+ * shared zero page faults again at a put's write; a small index from the
  * heap, which hands out pages it had again at 0.1 us where a fresh one
  * costs 4 to 20 us at its first write in the virtual machines measured
- * here, bench/NOTES.md "Fresh pages"; a table of some MiB on huge pages, a
- * fault per 2 MiB). */
-static unsigned char *zeroed(size_t n, size_t size)
+ * here, bench/NOTES.md "Fresh pages"; an index of some MiB on huge pages,
+ * a fault per 2 MiB). The entries are not zeroed: each is written whole
+ * when it is inserted. */
+static uint64_t *zeroed(size_t n)
 {
-    if (size && n > SIZE_MAX / size)
+    if (n > SIZE_MAX / sizeof(uint64_t))
         return NULL;
-    return mempolicy_table(n * size);
+    return mempolicy_table(n * sizeof(uint64_t));
 }
 
 int idmap_init(idmap *m, size_t value_size)
 {
     memset(m, 0, sizeof *m);
     m->vsize = value_size;
-    m->slot_size = VALUE_OFF + ((value_size + 7) & ~(size_t)7);
+    m->ent_size = VALUE_OFF + ((value_size + 7) & ~(size_t)7);
     m->cap = 64;
-    m->slots = zeroed(m->cap, m->slot_size);
-    return m->slots ? 0 : -1;
+    m->index = zeroed(m->cap);
+    return m->index ? 0 : -1;
 }
 
 void idmap_free(idmap *m)
 {
-    free(m->slots);
+    free(m->index);
+    free(m->ents);
     memset(m, 0, sizeof *m);
 }
 
 void idmap_clear(idmap *m)
 {
-    memset(m->slots, 0, m->cap * m->slot_size);
-    m->len = m->tombs = 0;
+    memset(m->index, 0, m->cap * sizeof *m->index);
+    m->len = m->tombs = m->n = 0;
 }
 
 size_t idmap_hash(const char *key)
@@ -60,20 +69,23 @@ size_t idmap_hash(const char *key)
 }
 
 /* Index of key's slot (its hash h), or of the slot to insert into (first
- * tomb or empty). */
+ * tomb or empty). The slot's tag (the hash's high half) is compared before
+ * the entry is read. */
 static size_t probe_hashed(const idmap *m, const char *key, size_t h, bool *found)
 {
-    size_t mask = m->cap - 1, i = h & mask, insert = (size_t)-1;
+    size_t mask = m->cap - 1, i = h & mask, insert = SIZE_MAX;
+    uint32_t tag = (uint32_t)((uint64_t)h >> 32);
     for (;;) {
-        unsigned char *s = slot(m, i);
-        if (s[0] == SLOT_EMPTY) {
+        uint64_t s = m->index[i];
+        if (s == 0) {
             *found = false;
-            return insert != (size_t)-1 ? insert : i;
+            return insert != SIZE_MAX ? insert : i;
         }
-        if (s[0] == SLOT_TOMB) {
-            if (insert == (size_t)-1)
+        uint32_t at = (uint32_t)s;
+        if (at == 0) {
+            if (insert == SIZE_MAX)
                 insert = i;
-        } else if (memcmp(s + 1, key, IDMAP_KEY) == 0) {
+        } else if ((uint32_t)(s >> 32) == tag && !memcmp(ent(m, at - 1) + 1, key, IDMAP_KEY)) {
             *found = true;
             return i;
         }
@@ -86,34 +98,71 @@ static size_t probe(const idmap *m, const char *key, bool *found)
     return probe_hashed(m, key, idmap_hash(key), found);
 }
 
-/* Rehashes the live keys into cap slots (a power of two), dropping tombs. */
-static int rehash(idmap *m, size_t cap)
+/* The live entries moved to the front of an entry array of ecap (in their
+ * order) and indexed again in cap slots (a power of two): removed entries
+ * and tombs dropped. On out of memory the map is unchanged. */
+static int rebuild(idmap *m, size_t cap, size_t ecap)
 {
-    unsigned char *old = m->slots;
-    size_t oldcap = m->cap;
-    m->slots = zeroed(cap, m->slot_size);
-    if (!m->slots) {
-        m->slots = old;
+    if (ecap > ENT_MAX || ecap > SIZE_MAX / m->ent_size)
         return -1;
+    uint64_t *index = zeroed(cap);
+    if (!index)
+        return -1;
+    if (ecap > m->ecap) {
+        unsigned char *e = realloc(m->ents, ecap * m->ent_size);
+        if (!e) {
+            free(index);
+            return -1;
+        }
+        m->ents = e;
+        m->ecap = ecap;
     }
+    free(m->index);
+    m->index = index;
     m->cap = cap;
-    m->len = m->tombs = 0;
-    for (size_t i = 0; i < oldcap; i++) {
-        unsigned char *s = old + i * m->slot_size;
-        if (s[0] != SLOT_FULL)
+    size_t w = 0, mask = cap - 1;
+    for (size_t r = 0; r < m->n; r++) {
+        unsigned char *e = ent(m, r);
+        if (!e[0])
             continue;
-        bool found;
-        size_t j = probe(m, (const char *)s + 1, &found);
-        memcpy(slot(m, j), s, m->slot_size);
-        m->len++;
+        if (w != r)
+            memcpy(ent(m, w), e, m->ent_size);
+        size_t h = idmap_hash((const char *)ent(m, w) + 1), i = h & mask;
+        while (index[i])
+            i = (i + 1) & mask;
+        index[i] = slot_of(h, w);
+        w++;
     }
-    free(old);
+    m->n = m->len = w;
+    m->tombs = 0;
     return 0;
 }
 
-static int grow(idmap *m)
+/* Room for one more entry: the index rebuilt past three quarters full
+ * (twice the slots when over half of them are live, else the same: tombs
+ * dropped), the entries moved up when the array is full and half of them
+ * are removed ones, else the array doubled. */
+static int room_for_one(idmap *m)
 {
-    return rehash(m, (m->len * 2 + 2 > m->cap) ? m->cap * 2 : m->cap); /* else: just drop tombs */
+    size_t cap = m->cap, ecap = m->ecap;
+    bool index_full = (m->len + m->tombs + 1) * 4 > cap * 3;
+    if (index_full && m->len * 2 + 2 > cap)
+        cap *= 2;
+    if (m->n == ecap && (m->n - m->len) * 2 < m->n + 2)
+        ecap = ecap ? ecap * 2 : 64;
+    if (!index_full && m->n < m->ecap)
+        return 0;
+    if (!index_full && ecap > m->ecap) { /* only the array grows: no need to index again */
+        if (ecap > ENT_MAX || ecap > SIZE_MAX / m->ent_size)
+            return -1;
+        unsigned char *e = realloc(m->ents, ecap * m->ent_size);
+        if (!e)
+            return -1;
+        m->ents = e;
+        m->ecap = ecap;
+        return 0;
+    }
+    return rebuild(m, cap, ecap);
 }
 
 int idmap_reserve(idmap *m, size_t n)
@@ -121,35 +170,43 @@ int idmap_reserve(idmap *m, size_t n)
     size_t cap = m->cap;
     if (!cap || n > SIZE_MAX / 8)
         return -1;
+    if (n < m->len)
+        n = m->len;
     while ((n + 1) * 4 > cap * 3) /* the load idmap_put keeps */
         cap *= 2;
-    /* the same size again drops the tombs, which count against the load */
-    if (cap == m->cap && (n + m->tombs + 1) * 4 <= cap * 3)
+    /* the same size again drops the tombs, which count against the load
+     * (twice the size when over half of it is live, as a put grows it) */
+    if (cap == m->cap && (n + m->tombs + 1) * 4 <= cap * 3 && m->n + (n - m->len) <= m->ecap)
         return 0;
-    return rehash(m, cap);
+    if (cap == m->cap && (n + m->tombs + 1) * 4 > cap * 3 && n * 2 + 2 > cap)
+        cap *= 2;
+    /* the entries are moved up when that frees half the array, else the
+     * array at least doubles: reserving a few more at each call (a queue's
+     * enqueue, beside its completions' removals) moves the entries a few
+     * times in all, not at every call */
+    size_t ecap = m->ecap;
+    if (m->n + (n - m->len) > ecap && n * 2 > ecap)
+        ecap = n > ecap * 2 ? n : ecap * 2;
+    return rebuild(m, cap, ecap);
 }
 
 void *idmap_get(const idmap *m, const char *key)
 {
     bool found;
     size_t i = probe(m, key, &found);
-    return found ? slot(m, i) + VALUE_OFF : NULL;
+    return found ? ent(m, (uint32_t)m->index[i] - 1) + VALUE_OFF : NULL;
 }
 
 void idmap_prefetch(const idmap *m, size_t hash)
 {
-    const unsigned char *s = slot(m, hash & (m->cap - 1));
-    /* every cache line of the slot (an 88-byte slot may touch three) */
-    for (size_t at = 0; at < m->slot_size; at += 64)
-        __builtin_prefetch(s + at);
-    __builtin_prefetch(s + m->slot_size - 1);
+    __builtin_prefetch(&m->index[hash & (m->cap - 1)]);
 }
 
 void *idmap_get_hashed(const idmap *m, const char *key, size_t hash)
 {
     bool found;
     size_t i = probe_hashed(m, key, hash, &found);
-    return found ? slot(m, i) + VALUE_OFF : NULL;
+    return found ? ent(m, (uint32_t)m->index[i] - 1) + VALUE_OFF : NULL;
 }
 
 void *idmap_put(idmap *m, const char *key, bool *created)
@@ -159,54 +216,70 @@ void *idmap_put(idmap *m, const char *key, bool *created)
 
 void *idmap_put_hashed(idmap *m, const char *key, size_t hash, bool *created)
 {
-    if ((m->len + m->tombs + 1) * 4 > m->cap * 3 && grow(m) != 0)
-        return NULL;
     bool found;
     size_t i = probe_hashed(m, key, hash, &found);
-    unsigned char *s = slot(m, i);
     if (created)
         *created = !found;
-    if (!found) {
-        if (s[0] == SLOT_TOMB)
-            m->tombs--;
-        s[0] = SLOT_FULL;
-        memcpy(s + 1, key, IDMAP_KEY);
-        memset(s + VALUE_OFF, 0, m->slot_size - VALUE_OFF);
-        m->len++;
+    if (found)
+        return ent(m, (uint32_t)m->index[i] - 1) + VALUE_OFF;
+    if ((m->len + m->tombs + 1) * 4 > m->cap * 3 || m->n == m->ecap) {
+        if (room_for_one(m) != 0)
+            return NULL;
+        i = probe_hashed(m, key, hash, &found); /* the index may be new */
     }
-    return s + VALUE_OFF;
+    if (m->index[i] == SLOT_TOMB)
+        m->tombs--;
+    unsigned char *e = ent(m, m->n);
+    e[0] = 1;
+    memcpy(e + 1, key, IDMAP_KEY);
+    memset(e + 1 + IDMAP_KEY, 0, m->ent_size - 1 - IDMAP_KEY);
+    m->index[i] = slot_of(hash, m->n);
+    m->n++;
+    m->len++;
+    return e + VALUE_OFF;
+}
+
+/* Index slot i's entry removed: the entry marked, the slot a tomb. */
+static void remove_at(idmap *m, size_t i)
+{
+    ent(m, (uint32_t)m->index[i] - 1)[0] = 0;
+    m->index[i] = SLOT_TOMB;
+    m->len--;
+    m->tombs++;
 }
 
 bool idmap_del(idmap *m, const char *key)
 {
     bool found;
     size_t i = probe(m, key, &found);
-    if (!found)
-        return false;
-    slot(m, i)[0] = SLOT_TOMB;
-    m->len--;
-    m->tombs++;
-    return true;
+    if (found)
+        remove_at(m, i);
+    return found;
 }
 
 void idmap_remove(idmap *m, void *value)
 {
-    unsigned char *s = (unsigned char *)value - VALUE_OFF;
-    assert(s[0] == SLOT_FULL); /* a live entry's value, or len and tombs go wrong */
-    if (s[0] != SLOT_FULL)
+    unsigned char *e = (unsigned char *)value - VALUE_OFF;
+    assert(e[0]); /* a live entry's value, or len and tombs go wrong */
+    if (!e[0])
         return;
-    s[0] = SLOT_TOMB;
-    m->len--;
-    m->tombs++;
+    /* its slot: the one whose place is this entry's (its key's chain) */
+    size_t at = (size_t)(e - m->ents) / m->ent_size, mask = m->cap - 1;
+    size_t i = idmap_hash((const char *)e + 1) & mask;
+    while ((uint32_t)m->index[i] != (uint32_t)(at + 1)) {
+        assert(m->index[i] != 0);
+        i = (i + 1) & mask;
+    }
+    remove_at(m, i);
 }
 
 bool idmap_next(const idmap *m, size_t *pos, const char **key, void **value)
 {
-    for (; *pos < m->cap; (*pos)++) {
-        unsigned char *s = slot(m, *pos);
-        if (s[0] == SLOT_FULL) {
-            *key = (const char *)s + 1;
-            *value = s + VALUE_OFF;
+    for (; *pos < m->n; (*pos)++) {
+        unsigned char *e = ent(m, *pos);
+        if (e[0]) {
+            *key = (const char *)e + 1;
+            *value = e + VALUE_OFF;
             (*pos)++;
             return true;
         }

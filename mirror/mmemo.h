@@ -17,7 +17,7 @@
 
 #include "idmap.h"
 
-#define MMEMO_MAX 1000000 /* records remembered per collection (about 200 bytes each) */
+#define MMEMO_MAX 1000000 /* records remembered per collection (about 150 bytes each) */
 
 typedef struct mmemo {
     idmap map; /* id -> mmemo_ent */

@@ -1,9 +1,11 @@
-/* test_idmap: the open-addressing map from UUID text to fixed-size values
+/* test_idmap: the map from UUID text to fixed-size values, entries in
+ * insertion order behind an open-addressing index
  * (round trips, values zeroed on insert, keys that collide on one slot and
  * deletes in the middle of their probe chain, growth, room reserved at
  * once (a table of megabytes), churn that drops tombstones instead of
  * growing, iteration and clear, the walk's hashed lookups, prefetches and
- * removal by value). */
+ * removal by value, the walk in insertion order and removals that move
+ * nothing). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,7 +77,7 @@ TEST(put_get_del_round_trip)
     CHECK(idmap_put(&m, k2, NULL) != NULL);
     CHECK_INT(m.len, 2);
     idmap_free(&m);
-    CHECK(m.slots == NULL);
+    CHECK(m.index == NULL && m.ents == NULL);
     CHECK_INT(m.len, 0);
 }
 
@@ -190,7 +192,8 @@ TEST(reserve_makes_room_once_and_keeps_every_value)
     CHECK(m.cap * 3 >= (size_t)N * 4);
     CHECK((m.cap & (m.cap - 1)) == 0);
     CHECK_INT(m.len, 100);
-    unsigned char *slots = m.slots;
+    uint64_t *index = m.index;
+    unsigned char *ents = m.ents;
     cap = m.cap;
     /* the puts up to N grow nothing: the table and a value's place stay */
     key(k, 0);
@@ -203,7 +206,7 @@ TEST(reserve_makes_room_once_and_keeps_every_value)
             break;
         v->n = i + 1;
     }
-    CHECK(m.slots == slots);
+    CHECK(m.index == index && m.ents == ents);
     CHECK_INT(m.cap, cap);
     key(k, 0);
     CHECK(idmap_get(&m, k) == first);
@@ -231,7 +234,7 @@ TEST(reserve_makes_room_once_and_keeps_every_value)
     key(k, 5);
     CHECK(idmap_get(&m, k) == NULL);
     idmap_free(&m);
-    CHECK(m.slots == NULL);
+    CHECK(m.index == NULL && m.ents == NULL);
 }
 
 TEST(churn_drops_tombstones_instead_of_growing)
@@ -250,6 +253,7 @@ TEST(churn_drops_tombstones_instead_of_growing)
     CHECK_INT(m.len, 1);
     CHECK_INT(m.cap, 64);
     CHECK(m.tombs < m.cap);
+    CHECK(m.ecap <= 64); /* the removed entries' room is used again */
     uint64_t *v = idmap_get(&m, keep);
     CHECK(v != NULL && *v == 7);
     idmap_free(&m);
@@ -306,6 +310,57 @@ TEST(next_visits_each_live_key_once_and_clear_empties)
     bool created = false;
     CHECK(idmap_put(&m, k, &created) != NULL);
     CHECK(created);
+    idmap_free(&m);
+}
+
+/* The walk is in insertion order, may remove the entry it visits, and a
+ * removal moves no other value. */
+TEST(next_walks_in_insertion_order_and_removal_moves_nothing)
+{
+    idmap m;
+    CHECK_INT(idmap_init(&m, sizeof(val)), 0);
+    enum { N = 3000 };
+    char k[IDMAP_KEY + 1];
+    CHECK_INT(idmap_reserve(&m, N), 0);
+    for (unsigned long i = 0; i < N; i++) {
+        key(k, (i * 7919) % N); /* not the keys' order */
+        ((val *)idmap_put(&m, k, NULL))->n = (i * 7919) % N;
+    }
+    key(k, (2 * 7919) % N); /* the third inserted: kept */
+    val *kept = idmap_get(&m, k);
+    size_t pos = 0, i = 0;
+    const char *kp;
+    void *vp;
+    int wrong = 0;
+    while (idmap_next(&m, &pos, &kp, &vp)) {
+        wrong += ((val *)vp)->n != (i * 7919) % N;
+        if (i++ % 2)
+            idmap_remove(&m, vp); /* the one just visited */
+    }
+    CHECK_INT(wrong, 0);
+    CHECK_INT(i, N);
+    CHECK_INT(m.len, N / 2);
+    CHECK(kept != NULL && idmap_get(&m, k) == kept); /* removals moved nothing */
+    int bad = 0;
+    for (unsigned long j = 0; j < N; j++) {
+        key(k, (j * 7919) % N);
+        val *v = idmap_get(&m, k);
+        bad += j % 2 ? v != NULL : !v || v->n != (j * 7919) % N;
+    }
+    CHECK_INT(bad, 0);
+    /* an insert may move them: the removed entries' room is taken back */
+    for (unsigned long j = N; j < 2 * N; j++) {
+        key(k, j);
+        ((val *)idmap_put(&m, k, NULL))->n = j;
+    }
+    CHECK_INT(m.len, N / 2 + N);
+    for (unsigned long j = 0; j < 2 * N; j++) {
+        unsigned long id = j < N ? (j * 7919) % N : j;
+        key(k, id);
+        val *v = idmap_get(&m, k);
+        bad += j < N && j % 2 ? v != NULL : !v || v->n != id;
+    }
+    CHECK_INT(bad, 0);
     idmap_free(&m);
 }
 
@@ -379,6 +434,7 @@ TEST(hashed_calls_and_removal_by_value_agree_with_the_plain_ones)
 
 static const test_case tests[] = {
     TEST_ENTRY(put_get_del_round_trip),
+    TEST_ENTRY(next_walks_in_insertion_order_and_removal_moves_nothing),
     TEST_ENTRY(colliding_keys_probe_past_each_other_and_past_deletes),
     TEST_ENTRY(grows_past_three_quarters_and_keeps_every_value),
     TEST_ENTRY(reserve_makes_room_once_and_keeps_every_value),
