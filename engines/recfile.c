@@ -172,7 +172,7 @@ static bool uuid_pack(const char *key, size_t klen, uuid_key *out)
                                          28, 29, 30, 31, 32, 33, 34, 35};
     const unsigned char *k = (const unsigned char *)key;
     return klen == 36 && k[8] == '-' && k[13] == '-' && k[18] == '-' && k[23] == '-' &&
-           pack16(k, hi, &out->hi) & pack16(k, lo, &out->lo);
+           pack16(k, hi, &out->hi) && pack16(k, lo, &out->lo);
 }
 
 /* Entries by their packed keys (keys[e.order]: order is the entry's index
