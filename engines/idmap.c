@@ -20,6 +20,12 @@ static unsigned char *ent(const idmap *m, size_t i)
     return m->ents + i * m->ent_size;
 }
 
+/* The entry index slot i (a live one) points to. */
+static unsigned char *slot_ent(const idmap *m, size_t i)
+{
+    return ent(m, (uint32_t)m->index[i] - 1);
+}
+
 static uint64_t slot_of(size_t hash, size_t at)
 {
     return ((uint64_t)hash >> 32) << 32 | (uint64_t)(at + 1);
@@ -93,9 +99,18 @@ static size_t probe_hashed(const idmap *m, const char *key, size_t h, bool *foun
     }
 }
 
-static size_t probe(const idmap *m, const char *key, bool *found)
+/* The entry array grown to ecap entries (its entries kept); -1 on
+ * overflow or out of memory, the map unchanged. */
+static int grow_ents(idmap *m, size_t ecap)
 {
-    return probe_hashed(m, key, idmap_hash(key), found);
+    if (ecap > ENT_MAX || ecap > SIZE_MAX / m->ent_size)
+        return -1;
+    unsigned char *e = realloc(m->ents, ecap * m->ent_size);
+    if (!e)
+        return -1;
+    m->ents = e;
+    m->ecap = ecap;
+    return 0;
 }
 
 /* The live entries moved to the front of an entry array of ecap (in their
@@ -103,19 +118,12 @@ static size_t probe(const idmap *m, const char *key, bool *found)
  * and tombs dropped. On out of memory the map is unchanged. */
 static int rebuild(idmap *m, size_t cap, size_t ecap)
 {
-    if (ecap > ENT_MAX || ecap > SIZE_MAX / m->ent_size)
-        return -1;
     uint64_t *index = zeroed(cap);
     if (!index)
         return -1;
-    if (ecap > m->ecap) {
-        unsigned char *e = realloc(m->ents, ecap * m->ent_size);
-        if (!e) {
-            free(index);
-            return -1;
-        }
-        m->ents = e;
-        m->ecap = ecap;
+    if (ecap > m->ecap && grow_ents(m, ecap) != 0) {
+        free(index);
+        return -1;
     }
     free(m->index);
     m->index = index;
@@ -138,10 +146,11 @@ static int rebuild(idmap *m, size_t cap, size_t ecap)
     return 0;
 }
 
-/* Room for one more entry: the index rebuilt past three quarters full
- * (twice the slots when over half of them are live, else the same: tombs
- * dropped), the entries moved up when the array is full and half of them
- * are removed ones, else the array doubled. */
+/* Room for one more entry, called when the index is past three quarters
+ * full or the array is full: the index rebuilt (twice the slots when over
+ * half of them are live, else the same: tombs dropped), the entries moved
+ * up when the array is full and half of them are removed ones, else the
+ * array doubled. */
 static int room_for_one(idmap *m)
 {
     size_t cap = m->cap, ecap = m->ecap;
@@ -150,18 +159,8 @@ static int room_for_one(idmap *m)
         cap *= 2;
     if (m->n == ecap && (m->n - m->len) * 2 < m->n + 2)
         ecap = ecap ? ecap * 2 : 64;
-    if (!index_full && m->n < m->ecap)
-        return 0;
-    if (!index_full && ecap > m->ecap) { /* only the array grows: no need to index again */
-        if (ecap > ENT_MAX || ecap > SIZE_MAX / m->ent_size)
-            return -1;
-        unsigned char *e = realloc(m->ents, ecap * m->ent_size);
-        if (!e)
-            return -1;
-        m->ents = e;
-        m->ecap = ecap;
-        return 0;
-    }
+    if (!index_full && ecap > m->ecap) /* only the array grows: no need to index again */
+        return grow_ents(m, ecap);
     return rebuild(m, cap, ecap);
 }
 
@@ -192,9 +191,7 @@ int idmap_reserve(idmap *m, size_t n)
 
 void *idmap_get(const idmap *m, const char *key)
 {
-    bool found;
-    size_t i = probe(m, key, &found);
-    return found ? ent(m, (uint32_t)m->index[i] - 1) + VALUE_OFF : NULL;
+    return idmap_get_hashed(m, key, idmap_hash(key));
 }
 
 void idmap_prefetch(const idmap *m, size_t hash)
@@ -206,7 +203,7 @@ void *idmap_get_hashed(const idmap *m, const char *key, size_t hash)
 {
     bool found;
     size_t i = probe_hashed(m, key, hash, &found);
-    return found ? ent(m, (uint32_t)m->index[i] - 1) + VALUE_OFF : NULL;
+    return found ? slot_ent(m, i) + VALUE_OFF : NULL;
 }
 
 void *idmap_put(idmap *m, const char *key, bool *created)
@@ -221,7 +218,7 @@ void *idmap_put_hashed(idmap *m, const char *key, size_t hash, bool *created)
     if (created)
         *created = !found;
     if (found)
-        return ent(m, (uint32_t)m->index[i] - 1) + VALUE_OFF;
+        return slot_ent(m, i) + VALUE_OFF;
     if ((m->len + m->tombs + 1) * 4 > m->cap * 3 || m->n == m->ecap) {
         if (room_for_one(m) != 0)
             return NULL;
@@ -242,7 +239,7 @@ void *idmap_put_hashed(idmap *m, const char *key, size_t hash, bool *created)
 /* Index slot i's entry removed: the entry marked, the slot a tomb. */
 static void remove_at(idmap *m, size_t i)
 {
-    ent(m, (uint32_t)m->index[i] - 1)[0] = 0;
+    slot_ent(m, i)[0] = 0;
     m->index[i] = SLOT_TOMB;
     m->len--;
     m->tombs++;
@@ -251,7 +248,7 @@ static void remove_at(idmap *m, size_t i)
 bool idmap_del(idmap *m, const char *key)
 {
     bool found;
-    size_t i = probe(m, key, &found);
+    size_t i = probe_hashed(m, key, idmap_hash(key), &found);
     if (found)
         remove_at(m, i);
     return found;

@@ -136,10 +136,10 @@ int recfile_list_open(const char *datadir, recfile_list *l)
     return recfile_list_open_keep(datadir, l, NULL, NULL);
 }
 
-/* A record's key as a canonical lowercase UUID (8-4-4-4-12 hex digits)
- * packed into 128 bits, whose order as two integers is the string's byte
- * order (digits and lowercase hex letters both ascend, and the dashes sit
- * at the same places); false for any other key. */
+/* A canonical lowercase UUID key (8-4-4-4-12 hex digits) packed into 128
+ * bits, whose order as two integers is the string's byte order (digits and
+ * lowercase hex letters both ascend, and the dashes sit at the same
+ * places). */
 typedef struct uuid_key {
     uint64_t hi, lo;
 } uuid_key;
@@ -165,6 +165,7 @@ static bool pack16(const unsigned char *k, const unsigned char *p, uint64_t *out
     return !bad;
 }
 
+/* key packed; false for a key that is not a canonical lowercase UUID */
 static bool uuid_pack(const char *key, size_t klen, uuid_key *out)
 {
     static const unsigned char hi[16] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17};

@@ -60,7 +60,7 @@ typedef struct have_row {
     bool ok, seen, listed;
 } have_row;
 /* Clears every row's seen and listed (mirror_push.c): a walk starts again.
- * The map's slots are written, not its shape. */
+ * The map's values are written, not its shape. */
 void mirror__rows_unmark(const idmap *rows);
 
 /* The rows of a collection's table (id -> have_row) as its last good push
