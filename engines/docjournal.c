@@ -24,12 +24,10 @@ struct docjournal {
     char base[PATH_MAX]; /* <coll>/.storh/bulk/<identity>.<n>: .lock, .journal.jsonc */
     const char *name;    /* <identity>.<n>, in base */
     int lock_fd;
-    /* descriptors (O_PATH) on .storh/bulk/rows and data, opened on first
-     * use: each row's create, stats and rename then walk two names (its
-     * shard's and its own), not the collection's whole path; two per bulk,
-     * whatever its size. DIR_UNOPENED, or DIR_MISSING for a data directory
-     * not made yet */
-    int rows_fd;
+    /* a descriptor (O_PATH) on data/, opened on first use: each row's
+     * create, stats and rename then walk two names (its shard's and its
+     * own), not the collection's whole path; one per bulk, whatever its
+     * size. DIR_UNOPENED, or DIR_MISSING for a data directory not made yet */
     int data_fd;
 };
 
@@ -86,7 +84,7 @@ int docjournal_begin(const char *coll, const char *identity, unsigned long n, do
     if (!j)
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     j->lock_fd = -1;
-    j->rows_fd = j->data_fd = DIR_UNOPENED;
+    j->data_fd = DIR_UNOPENED;
     snprintf(j->coll, sizeof j->coll, "%s", coll);
     char bulk[PATH_MAX];
     int rc = fsx_pathf(j->base, err, "%s/.storh/bulk/%s.%lu", coll, identity, n);
@@ -105,15 +103,27 @@ int docjournal_begin(const char *coll, const char *identity, unsigned long n, do
     return 0;
 }
 
-static int row_path(const char *coll, const char *name, const char *shard, size_t i, char *out,
-                    storh_err *err)
+/* Where a stage keeps its rows: in the record's shard directory (this
+ * build's), or under .storh/bulk/rows/<shard>/ (the builds before, whose
+ * commit records say nothing of it; recovery still finishes theirs). */
+typedef enum row_home { ROWS_IN_SHARD, ROWS_IN_BULK } row_home;
+
+/* A staged row's name in its shard directory: hidden, and ending neither
+ * in .jsonc (no listing takes it for a record) nor in .tmp (no temp sweep,
+ * storh's or ours, removes a committed row before recovery renames it). */
+#define ROW_SUFFIX ".row"
+
+static int row_path(const char *coll, row_home home, const char *name, const char *shard, size_t i,
+                    char *out, storh_err *err)
 {
-    return fsx_pathf(out, err, "%s/.storh/bulk/rows/%.2s/%s.%zu", coll, shard, name, i);
+    return home == ROWS_IN_SHARD
+               ? fsx_pathf(out, err, "%s/data/%.2s/.%s.%zu" ROW_SUFFIX, coll, shard, name, i)
+               : fsx_pathf(out, err, "%s/.storh/bulk/rows/%.2s/%s.%zu", coll, shard, name, i);
 }
 
 int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out, storh_err *err)
 {
-    return row_path(j->coll, j->name, id + 24, i, out, err);
+    return row_path(j->coll, ROWS_IN_SHARD, j->name, id + 24, i, out, err);
 }
 
 /* The descriptor on <coll>/<sub> in *slot, opened on first use; with
@@ -146,13 +156,13 @@ static int dir_open(const docjournal *j, int *slot, const char *sub, bool make)
     return *slot = fd;
 }
 
-/* Row i's staged file as a descriptor on the rows directory and its name
- * under it ("<shard>/<name>.<i>"): -1 when the directory cannot be had. */
+/* Row i's staged file as a descriptor on data/ and its name under it
+ * ("<shard>/.<name>.<i>.row"): -1 when the directory cannot be had. */
 static int row_at(docjournal *j, size_t i, const char *id, bool make, char *name, size_t cap)
 {
-    if ((size_t)snprintf(name, cap, "%.2s/%s.%zu", id + 24, j->name, i) >= cap)
+    if ((size_t)snprintf(name, cap, "%.2s/.%s.%zu" ROW_SUFFIX, id + 24, j->name, i) >= cap)
         return -1;
-    return dir_open(j, &j->rows_fd, ".storh/bulk/rows", make);
+    return dir_open(j, &j->data_fd, "data", make);
 }
 
 /* A record path as a descriptor on the data directory and its name under
@@ -305,8 +315,8 @@ int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx,
         rc = fsx_pathf(w.tmp, err, "%s/.%s.journal.jsonc.%s.tmp", dir, j->name, hex);
     if (!rc && (w.fd = open(w.tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) < 0)
         rc = storh_err_sys(err, errno, "Could not create bulk journal %s", w.tmp);
-    if (!rc)
-        buf_append(&w.b, "{\"rows\":[", 9);
+    if (!rc) /* "staged": where the rows are (row_home) */
+        buf_append(&w.b, "{\"staged\":\"shard\",\"rows\":[", 26);
     for (size_t i = 0; !rc && i < n; i++) {
         const char *id;
         char final[PATH_MAX];
@@ -340,15 +350,11 @@ int docjournal_rename_row(docjournal *j, size_t i, const char *id, const char *f
     char name[NAME_MAX + 1], from[PATH_MAX];
     const char *to;
     int rfd = row_at(j, i, id, false, name, sizeof name);
-    int dfd = rfd < 0 ? -1 : final_at(j, final, true, &to);
-    if (dfd >= 0) {
-        int ok = renameat(rfd, name, dfd, to) == 0;
-        if (!ok && errno == ENOENT && mkdir_shard(dfd, to) == 0) /* a new shard */
-            ok = renameat(rfd, name, dfd, to) == 0;
-        if (ok) {
-            estats_add(ESTAT_RENAME, 1);
-            return 0;
-        }
+    int dfd = rfd < 0 ? -1 : final_at(j, final, false, &to);
+    /* within the shard directory the row was staged in */
+    if (dfd >= 0 && renameat(rfd, name, dfd, to) == 0) {
+        estats_add(ESTAT_RENAME, 1);
+        return 0;
     }
     /* by paths, which reports the error (or makes what went missing) */
     int rc = docjournal_row_path(j, i, id, from, err);
@@ -396,8 +402,6 @@ void docjournal_release(docjournal *j)
         return;
     if (j->lock_fd >= 0)
         close(j->lock_fd);
-    if (j->rows_fd >= 0)
-        close(j->rows_fd);
     if (j->data_fd >= 0)
         close(j->data_fd);
     free(j);
@@ -409,6 +413,8 @@ static int roll_forward(const char *coll, const char *name, const json_t *doc, s
     json_t *rows = json_object_get(doc, "rows"), *r;
     if (!json_is_array(rows))
         return storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal of %s", name);
+    const char *staged_in = json_string_value(json_object_get(doc, "staged"));
+    row_home home = staged_in && !strcmp(staged_in, "shard") ? ROWS_IN_SHARD : ROWS_IN_BULK;
     size_t i;
     int rc = 0;
     json_array_foreach (rows, i, r) {
@@ -419,7 +425,7 @@ static int roll_forward(const char *coll, const char *name, const json_t *doc, s
             strstr(rel, "..") || !json_is_integer(ino))
             return storh_err_set(err, STORH_ECORRUPT, "Malformed bulk journal of %s", name);
         char staged[PATH_MAX], target[PATH_MAX];
-        if ((rc = row_path(coll, name, rel + 5, i, staged, err)) ||
+        if ((rc = row_path(coll, home, name, rel + 5, i, staged, err)) ||
             (rc = fsx_pathf(target, err, "%s/%s", coll, rel)))
             return rc;
         struct stat sst, tst;
@@ -480,8 +486,56 @@ static stage_seen *seen(seen_list *l, const char *bulk, const char *name, size_t
     return e;
 }
 
-/* Removes the rows of dead stages (left by an uncommitted bulk, or by a
- * committed one whose rows another writer superseded). */
+/* The dead stage named name (len bytes) among those seen: NULL when it is
+ * not one (alive, or no lock file or commit record of it was found). */
+static const stage_seen *dead(const seen_list *l, const char *name, size_t len)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (!strncmp(l->v[i].name, name, len) && !l->v[i].name[len])
+            return l->v[i].fd >= 0 ? &l->v[i] : NULL;
+    return NULL;
+}
+
+/* Removes the rows dead stages left in the shard directories of data/
+ * (".<stage>.<i>.row": an uncommitted bulk's, or a committed one's that
+ * another writer superseded). A stage takes its lock before its first
+ * row and drops it after its last, so a row's stage is among those seen;
+ * only a recovery that found a dead stage walks data/. */
+static void sweep_shard_rows(const char *coll, const seen_list *l)
+{
+    bool any = false;
+    for (size_t i = 0; i < l->n && !any; i++)
+        any = l->v[i].fd >= 0;
+    char data[PATH_MAX];
+    if (!any || fsx_pathf(data, NULL, "%s/data", coll))
+        return;
+    static const size_t sl = sizeof ROW_SUFFIX - 1;
+    DIR *d = opendir(data);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char shard[PATH_MAX];
+        if (de->d_name[0] == '.' || fsx_pathf(shard, NULL, "%s/%s", data, de->d_name))
+            continue;
+        DIR *sd = opendir(shard);
+        struct dirent *re;
+        while (sd && (re = readdir(sd))) {
+            const char *nm = re->d_name;
+            size_t nl = strlen(nm);
+            if (nm[0] != '.' || nl <= 1 + sl || strcmp(nm + nl - sl, ROW_SUFFIX))
+                continue;
+            const char *dot = memrchr(nm, '.', nl - sl); /* before <i> */
+            if (dot && dot > nm + 1 && dead(l, nm + 1, (size_t)(dot - nm - 1)))
+                unlinkat(dirfd(sd), nm, 0);
+        }
+        if (sd)
+            closedir(sd);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* Removes the rows of dead stages under .storh/bulk/rows/ (where the
+ * builds before staged them). */
 static void sweep_rows(const char *bulk, seen_list *l)
 {
     char rows[PATH_MAX];
@@ -578,6 +632,7 @@ int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
     if (!rc) {
         sweep_rows(bulk, &l);
         sweep_journal_temps(bulk, &l);
+        sweep_shard_rows(coll, &l);
     }
     /* the renames durable before any commit record goes */
     if (!rc && *rolled) {

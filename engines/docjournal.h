@@ -1,15 +1,20 @@
 /* docjournal: all-or-nothing DocStore bulk writes across a crash. A bulk
  * <identity>.<n> holds an flock on <coll>/.storh/bulk/<identity>.<n>.lock
  * while its writer lives, and stages row i of a record in shard ss as
- * .storh/bulk/rows/ss/<identity>.<n>.<i> (names storh's temp sweep leaves
- * alone; the shard directories stay, so a bulk makes none). Once the rows
+ * data/ss/.<identity>.<n>.<i>.row, beside the record it becomes: a name no
+ * listing takes for a record (not *.jsonc) and no temp sweep removes (not
+ * *.tmp), storh's or ours; its rename is within one directory, and a bulk
+ * makes no directory the records do not need (staged under .storh/bulk/
+ * rows/ss/ before, a fresh collection's bulk made 256 more). Once the rows
  * are durable, the commit record <identity>.<n>.journal.jsonc (published:
  * fsync, rename, directory fsync) lists each row's record path and what
  * that path held then; from that moment the bulk is committed. The renames
  * follow; the record is removed only after they are durable. Whoever opens
  * the collection next rolls a dead writer's committed bulk forward (a row
  * whose record path changed since, by another writer, is left to that
- * writer) and drops the rows of uncommitted ones.
+ * writer; a commit record without "staged" has its rows under .storh/bulk/
+ * rows/) and drops the rows of uncommitted ones (walking data/'s shards
+ * only when it found a dead bulk).
  *
  *   begin --rows--> staged --commit--> committed --renames, end--> gone
  *      \--(crash/abort)--> dropped on open  \--(crash)--> rolled forward */
@@ -29,9 +34,8 @@ typedef struct docjournal docjournal;
  * finds a live bulk it can lock). */
 int docjournal_begin(const char *coll, const char *identity, unsigned long n, docjournal **out,
                      storh_err *err);
-/* The staged file of row i of record id, into out (PATH_MAX): in a
- * directory named like the record's shard, which keeps directories small
- * (file creation slows down in one large directory). */
+/* The staged file of row i of record id, into out (PATH_MAX): in the
+ * record's shard directory. */
 int docjournal_row_path(const docjournal *j, size_t i, const char *id, char *out, storh_err *err);
 /* What the commit record needs of row i: its record's id and its record
  * path (into final, PATH_MAX). */
@@ -42,15 +46,16 @@ typedef void (*docjournal_row_fn)(void *ctx, size_t i, const char **id, char *fi
  * returns 0 the bulk is committed. */
 int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, storh_err *err);
 /* Row i of record id staged: its file created and written (not synced:
- * the commit's syncfs does that), through a descriptor on the rows
- * directory kept by j, its shard directory made when it is missing.
+ * the commit's syncfs does that), through a descriptor on data/ kept by
+ * j, its shard directory made when it is missing (and left when the bulk
+ * is dropped: an empty shard is what storh leaves after deletes too).
  * written (NULL: not wanted): the file's fstat as it was closed, or all
  * zero (st_ino 0) when it could not be taken. */
 int docjournal_write_row(docjournal *j, size_t i, const char *id, const void *data, size_t len,
                          struct stat *written, storh_err *err);
-/* Row i of record id renamed to final (its record path), as
- * docjournal_rename, through the descriptors j keeps on the rows and data
- * directories. */
+/* Row i of record id renamed to final (its record path, in the shard
+ * directory the row was staged in), as docjournal_rename, through the
+ * descriptor j keeps on data/. */
 int docjournal_rename_row(docjournal *j, size_t i, const char *id, const char *final,
                           storh_err *err);
 /* rename(from, to), making to's directory when it is missing. */

@@ -237,8 +237,8 @@ static int count_entries(const char *dir, const char *prefix)
 
 /* What the write changes first, summed: sizes and names of the log's
  * segments; queue.log's size and its stage files; for documents the
- * modification times of data/ and its shard directories (a rename into
- * them) and any commit record under .storh/bulk. */
+ * modification times of data/ and its shard directories (a row staged or
+ * renamed in them) and any commit record under .storh/bulk. */
 static unsigned long long dir_sum(const char *dir, bool sizes, bool mtimes, const char *need)
 {
     DIR *dd = opendir(dir);
@@ -357,22 +357,22 @@ static void list_left(const char *dir, int depth)
 static bool no_stages_left(int kind)
 {
     char dir[PATH_MAX];
-    if (kind == KIND_DOCS) { /* .storh/bulk holds empty rows/<shard> directories only */
+    if (kind == KIND_DOCS) { /* .storh/bulk empty, no staged row in a shard */
         snprintf(dir, sizeof dir, "%s/adocs/.storh/bulk", d.root);
-        if (count_entries(dir, "") != 2 + (count_entries(dir, "rows") == 1))
+        if (count_entries(dir, "") != 2)
             return false;
-        snprintf(dir, sizeof dir, "%s/adocs/.storh/bulk/rows", d.root);
+        snprintf(dir, sizeof dir, "%s/adocs/data", d.root);
         DIR *dd = opendir(dir);
         struct dirent *de;
-        bool empty = true;
-        while (empty && dd && (de = readdir(dd))) {
+        bool none = true;
+        while (none && dd && (de = readdir(dd))) {
             char p[PATH_MAX];
             snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-            empty = de->d_name[0] == '.' || count_entries(p, "") == 2;
+            none = de->d_name[0] == '.' || count_entries(p, ".") == 2; /* "." and ".." */
         }
         if (dd)
             closedir(dd);
-        return empty;
+        return none;
     }
     if (kind == KIND_QUEUE) {
         snprintf(dir, sizeof dir, "%s/aq", d.root);
@@ -479,7 +479,7 @@ static void trial(int kind, int t, double duration_ms, tally *ty)
     if (!clean) { /* name what was left, for the next look */
         char left[PATH_MAX];
         snprintf(left, sizeof left, "%s/%s", d.root,
-                 kind == KIND_DOCS    ? "adocs/.storh/bulk"
+                 kind == KIND_DOCS    ? "adocs"
                  : kind == KIND_QUEUE ? "aq"
                                       : "alog/.storh");
         list_left(left, 3);

@@ -10,9 +10,11 @@
 
 #include "../test.h"
 #include "../tmpdir.h"
+#include "buf.h"
 #include "docstore.h"
 #include "fsx.h"
 #include "rcache.h"
+#include "recfile.h"
 #include "query.h"
 #include "storh_err.h"
 #include "uuid7.h"
@@ -204,12 +206,24 @@ TEST(stage_abort_changes_nothing)
     char dir[PATH_MAX], stage[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/bulk/data", root);
     snprintf(stage, sizeof stage, "%s/bulk/.storh/bulk", root);
-    /* staged outside data/: the rows and the stage's lock file */
-    CHECK_INT(count_files(stage, ""), 21);
-    CHECK_INT(count_files(dir, ""), 0);
+    /* the stage's lock file, and the rows beside the records they become,
+     * as names no listing takes for records */
+    CHECK_INT(count_files(stage, ""), 1);
+    CHECK_INT(count_files(dir, ".row"), 20);
+    CHECK_INT(count_files(dir, ".jsonc"), 0);
+    recfile_list l;
+    CHECK_INT(recfile_list_open(dir, &l), 0);
+    CHECK_INT(l.n, 0);
+    recfile_list_free(&l);
+    docstore_iter *it;
+    const char *got;
+    json_t *gd;
+    CHECK_INT(docstore_iter_open(ds, NULL, &it, NULL), 0);
+    CHECK_INT(docstore_iter_next(it, &got, &gd, NULL), 0);
+    docstore_iter_close(it);
     docstore_stage_abort(st);
     CHECK_INT(count_files(stage, ""), 0);
-    CHECK_INT(count_files(dir, ".jsonc"), 0);
+    CHECK_INT(count_files(dir, ""), 0); /* no row left (empty shards may stay) */
     /* and a commit publishes them all */
     CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
     for (int i = 0; i < 20; i++) {
@@ -222,6 +236,7 @@ TEST(stage_abort_changes_nothing)
     CHECK_INT(n, 20);
     CHECK_INT(count_files(dir, ".jsonc"), 20);
     CHECK_INT(count_files(dir, ".tmp"), 0);
+    CHECK_INT(count_files(dir, ".row"), 0);
     CHECK_INT(count_files(stage, ""), 0); /* the stage and its commit record are gone */
     docstore_close(ds);
 }
@@ -410,8 +425,55 @@ TEST(open_finishes_a_dead_writers_bulk)
         char stage[PATH_MAX];
         snprintf(stage, sizeof stage, "%s/%s/.storh/bulk", root, name);
         CHECK_INT(count_files(stage, ""), 0);
+        snprintf(stage, sizeof stage, "%s/%s/data", root, name);
+        CHECK_INT(count_files(stage, ".row"), 0); /* every staged row renamed or dropped */
         docstore_close(ds);
     }
+}
+
+/* A bulk staged and committed by a build that kept its rows under
+ * .storh/bulk/rows/<shard>/ (its commit record names no "staged"), its
+ * writer dead among the renames: the next open finishes it from there. */
+TEST(open_finishes_a_bulk_staged_the_old_way)
+{
+    const char *name = "old-stage", *stage = "2147483646.deadbeef.1";
+    char ids[3][UUID7_LEN + 1], p[PATH_MAX], d[PATH_MAX];
+    for (int i = 0; i < 3; i++)
+        CHECK_INT(uuid7_generate(ids[i], -1, NULL), 0);
+    buf j = BUF_INIT;
+    buf_append(&j, "{\"rows\":[", 9);
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s/.storh/bulk/rows/%.2s/%s.%d", root, name, ids[i] + 24, stage,
+                 i);
+        fsx_dirname(p, d, sizeof d);
+        CHECK_INT(fsx_mkdirs(d, false, NULL), 0);
+        FILE *f = fopen(p, "w");
+        fprintf(f, "{\"id\":\"%s\",\"data\":{\"old\":%d}}\n", ids[i], i);
+        fclose(f);
+        struct stat st;
+        CHECK_INT(stat(p, &st), 0);
+        buf_printf(&j, "%s[\"data/%.2s/%s.jsonc\",null,%lld]", i ? "," : "", ids[i] + 24, ids[i],
+                   (long long)st.st_ino);
+    }
+    buf_append(&j, "]}", 2);
+    snprintf(p, sizeof p, "%s/%s/.storh/bulk/%s.journal.jsonc", root, name, stage);
+    FILE *f = fopen(p, "w");
+    fwrite(j.data, 1, j.len, f);
+    fclose(f);
+    buf_free(&j);
+    snprintf(p, sizeof p, "%s/%s/.storh/bulk/%s.lock", root, name, stage);
+    fclose(fopen(p, "w"));
+    docstore *ds = open_store(name);
+    CHECK(ds != NULL);
+    for (int i = 0; i < 3; i++) {
+        json_t *data = NULL;
+        CHECK_INT(docstore_get(ds, ids[i], &data, NULL, NULL), 0);
+        CHECK_INT(json_integer_value(json_object_get(data, "old")), i);
+        json_decref(data);
+    }
+    snprintf(p, sizeof p, "%s/%s/.storh/bulk", root, name);
+    CHECK_INT(count_files(p, ""), 0);
+    docstore_close(ds);
 }
 
 /* An exported line (the canonical record of its id) imported into a plain
@@ -656,6 +718,7 @@ static const test_case tests[] = {
     TEST_ENTRY(stream_order_filters_and_delete),
     TEST_ENTRY(open_sweeps_dead_writers_temps),
     TEST_ENTRY(open_finishes_a_dead_writers_bulk),
+    TEST_ENTRY(open_finishes_a_bulk_staged_the_old_way),
     TEST_ENTRY(collections_are_the_name_dirs_with_data),
     TEST_ENTRY(open_finishes_a_dead_writers_bulk_over_existing_records),
     TEST_ENTRY(mkdirs_makes_every_missing_level),
