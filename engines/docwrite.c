@@ -165,6 +165,19 @@ static void remember_kept(docstore_stage *st, size_t done)
     free(paths);
 }
 
+/* A bulk's row staged in a shard the record cache watches queues three
+ * events (create, write, close), and its rename two: the cache's watch is
+ * read every BULK_DRAIN rows of each, so that a big bulk does not overflow
+ * its queue (16,384 events by default), which would make every cached
+ * record of the collection stat again. */
+#define BULK_DRAIN 2048
+
+static void bulk_drain(docstore_stage *st, size_t row)
+{
+    if (st->ds->cache && row % BULK_DRAIN == BULK_DRAIN - 1)
+        rcache_drain(st->ds->cache);
+}
+
 /* Writes st->enc to a fresh fsynced temp in the record's shard dir. */
 static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, storh_err *err)
 {
@@ -214,8 +227,10 @@ static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, s
     }
     if (rc)
         return rc;
-    if (st->bulk)
+    if (st->bulk) {
         keep_row(st, id, &written);
+        bulk_drain(st, st->n);
+    }
     stage_row *row = &st->rows[st->n];
     row->tmp = st->bulk ? NULL : strdup(tmp);
     pthread_rwlock_rdlock(&ds->ixlock);
@@ -542,6 +557,8 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
             fault_point("docstore.bulk.renamed");
         if (ds->cache)
             rcache_forget(ds->cache, r->id);
+        if (st->bulk)
+            bulk_drain(st, i);
         if (indexed)
             rc = docindex_update(&ds->ix, r->id, old, r->data, err);
         json_decref(old);
