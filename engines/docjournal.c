@@ -486,28 +486,48 @@ static stage_seen *seen(seen_list *l, const char *bulk, const char *name, size_t
     return e;
 }
 
-/* The dead stage named name (len bytes) among those seen: NULL when it is
- * not one (alive, or no lock file or commit record of it was found). */
-static const stage_seen *dead(const seen_list *l, const char *name, size_t len)
+/* What recovery knows of the stage named name (len bytes): 1 dead (its
+ * rows go), 0 alive or not to be touched, -1 not among those seen. */
+static int stage_state(const seen_list *l, const char *name, size_t len)
 {
     for (size_t i = 0; i < l->n; i++)
         if (!strncmp(l->v[i].name, name, len) && !l->v[i].name[len])
-            return l->v[i].fd >= 0 ? &l->v[i] : NULL;
-    return NULL;
+            return l->v[i].fd >= 0;
+    return -1;
 }
 
-/* Removes the rows dead stages left in the shard directories of data/
- * (".<stage>.<i>.row": an uncommitted bulk's, or a committed one's that
- * another writer superseded). A stage takes its lock before its first
- * row and drops it after its last, so a row's stage is among those seen;
- * only a recovery that found a dead stage walks data/. */
-static void sweep_shard_rows(const char *coll, const seen_list *l)
+/* Whether a stage named name (len bytes) has a lock file or a commit
+ * record in bulk/ now (one begun after recovery listed bulk/ has). */
+static bool stage_exists(const char *bulk, const char *name, size_t len)
 {
-    bool any = false;
-    for (size_t i = 0; i < l->n && !any; i++)
-        any = l->v[i].fd >= 0;
+    static const char *const suffixes[] = {".lock", ".journal.jsonc"};
+    for (size_t k = 0; k < 2; k++) {
+        char p[PATH_MAX];
+        struct stat st;
+        if (fsx_pathf(p, NULL, "%s/%.*s%s", bulk, (int)len, name, suffixes[k]) ||
+            lstat(p, &st) == 0)
+            return true; /* (a name too long is left alone) */
+    }
+    return false;
+}
+
+/* Removes the rows left in the shard directories of data/
+ * (".<stage>.<i>.row") by dead stages (an uncommitted bulk's, or a
+ * committed one's that another writer superseded) and by stages that are
+ * gone: a stage takes its lock before its first row and drops it after
+ * its last, but a power cut can keep a row's name and lose the lock's
+ * (made or removed after it, with no sync between), and a failed unlink
+ * leaves a row of a dropped stage. A row whose stage has neither a lock
+ * file nor a commit record is such a row: never renamed (a renamed row
+ * has its record's name), never to be. data/ is walked only when
+ * recovery found a dead stage or the open found a writer that died
+ * (walk). */
+static void sweep_shard_rows(const char *coll, const char *bulk, const seen_list *l, bool walk)
+{
+    for (size_t i = 0; i < l->n && !walk; i++)
+        walk = l->v[i].fd >= 0;
     char data[PATH_MAX];
-    if (!any || fsx_pathf(data, NULL, "%s/data", coll))
+    if (!walk || fsx_pathf(data, NULL, "%s/data", coll))
         return;
     static const size_t sl = sizeof ROW_SUFFIX - 1;
     DIR *d = opendir(data);
@@ -524,7 +544,11 @@ static void sweep_shard_rows(const char *coll, const seen_list *l)
             if (nm[0] != '.' || nl <= 1 + sl || strcmp(nm + nl - sl, ROW_SUFFIX))
                 continue;
             const char *dot = memrchr(nm, '.', nl - sl); /* before <i> */
-            if (dot && dot > nm + 1 && dead(l, nm + 1, (size_t)(dot - nm - 1)))
+            if (!dot || dot <= nm + 1)
+                continue;
+            size_t len = (size_t)(dot - nm - 1);
+            int state = stage_state(l, nm + 1, len);
+            if (state == 1 || (state < 0 && !stage_exists(bulk, nm + 1, len)))
                 unlinkat(dirfd(sd), nm, 0);
         }
         if (sd)
@@ -587,7 +611,7 @@ static void sweep_journal_temps(const char *bulk, seen_list *l)
         closedir(d);
 }
 
-int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
+int docjournal_recover(const char *coll, bool writer_died, bool *rolled, storh_err *err)
 {
     *rolled = false;
     char bulk[PATH_MAX];
@@ -632,7 +656,7 @@ int docjournal_recover(const char *coll, bool *rolled, storh_err *err)
     if (!rc) {
         sweep_rows(bulk, &l);
         sweep_journal_temps(bulk, &l);
-        sweep_shard_rows(coll, &l);
+        sweep_shard_rows(coll, bulk, &l, writer_died);
     }
     /* the renames durable before any commit record goes */
     if (!rc && *rolled) {

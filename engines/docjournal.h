@@ -68,8 +68,10 @@ void docjournal_end(docjournal *j);
  * whose renames failed is then finished by the next open. */
 void docjournal_release(docjournal *j);
 /* Under the collection lock, on open: finishes committed stages of dead
- * writers and drops uncommitted ones. *rolled: a committed stage was
- * found (its rows' index entries must be rebuilt). */
-int docjournal_recover(const char *coll, bool *rolled, storh_err *err);
+ * writers and drops uncommitted ones. writer_died: the open found a
+ * writer's marker stale (a process died since), so rows whose stage is
+ * gone may be left in data/'s shards: they are looked for too. *rolled: a
+ * committed stage was found (its rows' index entries must be rebuilt). */
+int docjournal_recover(const char *coll, bool writer_died, bool *rolled, storh_err *err);
 
 #endif

@@ -47,7 +47,7 @@ static int load_schema(docstore *ds, storh_err *err)
 
 /* Bulk writes a crash interrupted: committed ones are finished (and the
  * indexes rebuilt, since their updates may be half done), the rest dropped. */
-static int recover_bulks(docstore *ds, storh_err *err)
+static int recover_bulks(docstore *ds, bool writer_died, storh_err *err)
 {
     char p[PATH_MAX];
     struct stat st;
@@ -58,7 +58,7 @@ static int recover_bulks(docstore *ds, storh_err *err)
     if ((rc = docstore_lock(ds, &l, err)))
         return rc;
     bool rolled = false;
-    rc = docjournal_recover(ds->dir, &rolled, err);
+    rc = docjournal_recover(ds->dir, writer_died, &rolled, err);
     if (!rc && rolled && docindex_active(&ds->ix))
         rc = docstore_reindex_locked(ds, NULL, err);
     docstore_unlock(ds, &l);
@@ -97,10 +97,11 @@ int docstore_open(const char *root, const char *name, docstore **out, storh_err 
      * rebuilt from the records before its marker goes. */
     if (!rc && docindex_active(&ds->ix) && writers_any_stale(ds->dir))
         rc = docstore_reindex(ds, NULL, err);
+    bool died = false;
     if (!rc && stat(ds->dir, &st) == 0)
-        rc = writers_cleanup_on_open(ds->dir, err);
+        rc = writers_cleanup_on_open(ds->dir, &died, err);
     if (!rc)
-        rc = recover_bulks(ds, err);
+        rc = recover_bulks(ds, died, err);
     if (rc) {
         docstore_close(ds);
         return rc;
@@ -156,7 +157,7 @@ int docstore_prepare_locked(docstore *ds, storh_err *err)
     if (!rc)
         rc = fsx_mkdirs(data, true, err);
     if (!rc)
-        rc = writers_cleanup_on_open(ds->dir, err);
+        rc = writers_cleanup_on_open(ds->dir, NULL, err);
     if (!rc)
         rc = writers_identity(ds->identity, err);
     if (!rc)

@@ -178,7 +178,9 @@ static void bulk_drain(docstore_stage *st, size_t row)
         rcache_drain(st->ds->cache);
 }
 
-/* Writes st->enc to a fresh fsynced temp in the record's shard dir. */
+/* Writes st->enc to a fresh temp in the record's shard dir: fsynced for a
+ * single put (unless grouped), made durable by the commit's syncfs in a
+ * bulk. */
 static int stage_bytes(docstore_stage *st, const char *id, const json_t *data, storh_err *err)
 {
     docstore *ds = st->ds;

@@ -352,7 +352,7 @@ int seglog_open(const char *root, const char *name, const seglog_opts *o, bool c
         return rc;
     }
     bool exists = false;
-    rc = writers_cleanup_on_open(s->dir, err);
+    rc = writers_cleanup_on_open(s->dir, NULL, err);
     if (!rc)
         rc = writers_identity(s->identity, err);
     if (!rc)

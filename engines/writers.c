@@ -170,20 +170,26 @@ bool writers_any_stale(const char *coll)
     return fsx_pathf(dir, NULL, "%s/.storh/writers", coll) == 0 && each_stale(dir, false);
 }
 
-int writers_cleanup_on_open(const char *coll, storh_err *err)
+int writers_cleanup_on_open(const char *coll, bool *swept, storh_err *err)
 {
     char dir[PATH_MAX];
     int rc = fsx_pathf(dir, err, "%s/.storh/writers", coll);
+    if (swept)
+        *swept = false;
     if (rc)
         return rc;
     struct stat st;
     if (stat(dir, &st) != 0) {
         writers_sweep(coll, err);
+        if (swept)
+            *swept = true;
         /* synced: a marker in it must survive a power cut (writers_register) */
         return fsx_mkdirs(dir, true, err);
     }
     if (!each_stale(dir, false))
         return 0;
+    if (swept)
+        *swept = true;
     writers_sweep(coll, err);
     each_stale(dir, true);
     return 0;

@@ -16,8 +16,9 @@ int writers_register(const char *coll, const char *identity, storh_err *err);
 /* Removes the marker (at close). */
 void writers_unregister(const char *coll, const char *identity);
 /* storh's cleanup_temp_files_on_open: sweep when .storh/writers is absent or
- * any marker is stale, then create the directory / drop stale markers. */
-int writers_cleanup_on_open(const char *coll, storh_err *err);
+ * any marker is stale, then create the directory / drop stale markers.
+ * *swept (NULL: not wanted): it swept (a writer may have died). */
+int writers_cleanup_on_open(const char *coll, bool *swept, storh_err *err);
 /* Whether a marker of a dead writer is there (one that may have died in
  * the middle of a write). */
 bool writers_any_stale(const char *coll);

@@ -4,6 +4,7 @@
  * The record cache fed by writes: test_docstore_cache. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -431,6 +432,47 @@ TEST(open_finishes_a_dead_writers_bulk)
     }
 }
 
+/* Rows left in a shard by stages that are gone (a power cut kept a row's
+ * name and lost its lock's, or an unlink failed) are removed by the next
+ * open after a writer died; a live stage's rows, and a stage begun after
+ * the open listed .storh/bulk, are not. */
+TEST(open_sweeps_rows_whose_stage_is_gone)
+{
+    const char *name = "orphans";
+    docstore *ds = open_store(name);
+    json_t *d = json_pack("{si}", "i", 1);
+    char id[UUID7_LEN + 1], p[PATH_MAX], shard[PATH_MAX];
+    CHECK_INT(docstore_put(ds, NULL, d, id, NULL, NULL), 0);
+    json_decref(d);
+    docstore_close(ds);
+    snprintf(shard, sizeof shard, "%s/%s/data/%.2s", root, name, id + 24);
+    /* gone: no lock file, no commit record; alive: its lock held here */
+    snprintf(p, sizeof p, "%s/.2147483646.deadbeef.7.0.row", shard);
+    fclose(fopen(p, "w"));
+    snprintf(p, sizeof p, "%s/.2147483646.deadbeef.7.12.row", shard);
+    fclose(fopen(p, "w"));
+    snprintf(p, sizeof p, "%s/.%d.cafebabe.9.0.row", shard, (int)getpid());
+    fclose(fopen(p, "w"));
+    snprintf(p, sizeof p, "%s/%s/.storh/bulk", root, name);
+    CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
+    snprintf(p, sizeof p, "%s/%s/.storh/bulk/%d.cafebabe.9.lock", root, name, (int)getpid());
+    int lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    CHECK(lfd >= 0 && flock(lfd, LOCK_EX) == 0);
+    /* no writer died: nothing is looked for */
+    ds = open_store(name);
+    CHECK_INT(count_files(shard, ".row"), 3);
+    docstore_close(ds);
+    /* a writer died (its marker stale): the gone stage's rows go */
+    snprintf(p, sizeof p, "%s/%s/.storh/writers/2147483646.deadbeef", root, name);
+    fclose(fopen(p, "w"));
+    ds = open_store(name);
+    CHECK_INT(count_files(shard, ".row"), 1);
+    CHECK_INT(count_files(shard, "cafebabe.9.0.row"), 1);
+    CHECK_INT(count_files(shard, ".jsonc"), 1);
+    docstore_close(ds);
+    close(lfd);
+}
+
 /* A bulk staged and committed by a build that kept its rows under
  * .storh/bulk/rows/<shard>/ (its commit record names no "staged"), its
  * writer dead among the renames: the next open finishes it from there. */
@@ -719,6 +761,7 @@ static const test_case tests[] = {
     TEST_ENTRY(open_sweeps_dead_writers_temps),
     TEST_ENTRY(open_finishes_a_dead_writers_bulk),
     TEST_ENTRY(open_finishes_a_bulk_staged_the_old_way),
+    TEST_ENTRY(open_sweeps_rows_whose_stage_is_gone),
     TEST_ENTRY(collections_are_the_name_dirs_with_data),
     TEST_ENTRY(open_finishes_a_dead_writers_bulk_over_existing_records),
     TEST_ENTRY(mkdirs_makes_every_missing_level),
