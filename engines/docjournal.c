@@ -453,6 +453,10 @@ static int roll_forward(const char *coll, const char *name, const json_t *doc, s
     return 0;
 }
 
+/* The files in .storh/bulk that name a stage: <stage> + one of these */
+static const char *const STAGE_FILES[] = {".lock", ".journal.jsonc"};
+#define NSTAGE_FILES (sizeof STAGE_FILES / sizeof *STAGE_FILES)
+
 /* The stages recovery has looked at: dead ones (their flock held by us
  * until they are removed) and live ones. */
 typedef struct stage_seen {
@@ -465,15 +469,24 @@ typedef struct seen_list {
     size_t n;
 } seen_list;
 
+/* The stage named name (len bytes) among those seen, or NULL. */
+static stage_seen *find_stage(const seen_list *l, const char *name, size_t len)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (!strncmp(l->v[i].name, name, len) && !l->v[i].name[len])
+            return &l->v[i];
+    return NULL;
+}
+
 /* Looks name up, locking it (without waiting) the first time: NULL on out
  * of memory or a path too long. */
 static stage_seen *seen(seen_list *l, const char *bulk, const char *name, size_t len)
 {
     if (len >= sizeof l->v->name)
         return NULL;
-    for (size_t i = 0; i < l->n; i++)
-        if (!strncmp(l->v[i].name, name, len) && !l->v[i].name[len])
-            return &l->v[i];
+    stage_seen *known = find_stage(l, name, len);
+    if (known)
+        return known;
     stage_seen *g = realloc(l->v, (l->n + 1) * sizeof *g);
     if (!g)
         return NULL;
@@ -486,29 +499,65 @@ static stage_seen *seen(seen_list *l, const char *bulk, const char *name, size_t
     return e;
 }
 
-/* What recovery knows of the stage named name (len bytes): 1 dead (its
- * rows go), 0 alive or not to be touched, -1 not among those seen. */
-static int stage_state(const seen_list *l, const char *name, size_t len)
+/* fn(ctx, descriptor of the directory, name) for each entry of each
+ * directory in top (names beginning with '.' at the top skipped): the
+ * shard directories of data/ or of .storh/bulk/rows/. */
+static void each_shard_file(const char *top, void (*fn)(void *ctx, int dfd, const char *name),
+                            void *ctx)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (!strncmp(l->v[i].name, name, len) && !l->v[i].name[len])
-            return l->v[i].fd >= 0;
-    return -1;
+    DIR *d = opendir(top);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char shard[PATH_MAX];
+        if (de->d_name[0] == '.' || fsx_pathf(shard, NULL, "%s/%s", top, de->d_name))
+            continue;
+        DIR *sd = opendir(shard);
+        struct dirent *re;
+        while (sd && (re = readdir(sd)))
+            fn(ctx, dirfd(sd), re->d_name);
+        if (sd)
+            closedir(sd);
+    }
+    if (d)
+        closedir(d);
 }
 
 /* Whether a stage named name (len bytes) has a lock file or a commit
  * record in bulk/ now (one begun after recovery listed bulk/ has). */
 static bool stage_exists(const char *bulk, const char *name, size_t len)
 {
-    static const char *const suffixes[] = {".lock", ".journal.jsonc"};
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < NSTAGE_FILES; k++) {
         char p[PATH_MAX];
         struct stat st;
-        if (fsx_pathf(p, NULL, "%s/%.*s%s", bulk, (int)len, name, suffixes[k]) ||
+        if (fsx_pathf(p, NULL, "%s/%.*s%s", bulk, (int)len, name, STAGE_FILES[k]) ||
             lstat(p, &st) == 0)
             return true; /* (a name too long is left alone) */
     }
     return false;
+}
+
+/* What a sweep of staged rows consults: bulk/ and the stages seen in it */
+typedef struct row_sweep {
+    const char *bulk;
+    seen_list *l;
+} row_sweep;
+
+/* nm, in a shard of data/, removed when it is a row of a dead or gone
+ * stage (sweep_shard_rows) */
+static void sweep_shard_row(void *ctx, int dfd, const char *nm)
+{
+    const row_sweep *sw = ctx;
+    static const size_t sl = sizeof ROW_SUFFIX - 1;
+    size_t nl = strlen(nm);
+    if (nm[0] != '.' || nl <= 1 + sl || strcmp(nm + nl - sl, ROW_SUFFIX))
+        return;
+    const char *dot = memrchr(nm, '.', nl - sl); /* before <i> */
+    if (!dot || dot <= nm + 1)
+        return;
+    size_t len = (size_t)(dot - nm - 1);
+    const stage_seen *e = find_stage(sw->l, nm + 1, len);
+    if (e ? e->fd >= 0 : !stage_exists(sw->bulk, nm + 1, len))
+        unlinkat(dfd, nm, 0);
 }
 
 /* Removes the rows left in the shard directories of data/
@@ -522,40 +571,26 @@ static bool stage_exists(const char *bulk, const char *name, size_t len)
  * has its record's name), never to be. data/ is walked only when
  * recovery found a dead stage or the open found a writer that died
  * (walk). */
-static void sweep_shard_rows(const char *coll, const char *bulk, const seen_list *l, bool walk)
+static void sweep_shard_rows(const char *coll, const char *bulk, seen_list *l, bool walk)
 {
     for (size_t i = 0; i < l->n && !walk; i++)
         walk = l->v[i].fd >= 0;
     char data[PATH_MAX];
-    if (!walk || fsx_pathf(data, NULL, "%s/data", coll))
+    row_sweep sw = {bulk, l};
+    if (walk && !fsx_pathf(data, NULL, "%s/data", coll))
+        each_shard_file(data, sweep_shard_row, &sw);
+}
+
+/* nm, in a shard of .storh/bulk/rows/, removed when its stage is dead */
+static void sweep_bulk_row(void *ctx, int dfd, const char *nm)
+{
+    const row_sweep *sw = ctx;
+    const char *dot = strrchr(nm, '.');
+    if (nm[0] == '.' || !dot)
         return;
-    static const size_t sl = sizeof ROW_SUFFIX - 1;
-    DIR *d = opendir(data);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        char shard[PATH_MAX];
-        if (de->d_name[0] == '.' || fsx_pathf(shard, NULL, "%s/%s", data, de->d_name))
-            continue;
-        DIR *sd = opendir(shard);
-        struct dirent *re;
-        while (sd && (re = readdir(sd))) {
-            const char *nm = re->d_name;
-            size_t nl = strlen(nm);
-            if (nm[0] != '.' || nl <= 1 + sl || strcmp(nm + nl - sl, ROW_SUFFIX))
-                continue;
-            const char *dot = memrchr(nm, '.', nl - sl); /* before <i> */
-            if (!dot || dot <= nm + 1)
-                continue;
-            size_t len = (size_t)(dot - nm - 1);
-            int state = stage_state(l, nm + 1, len);
-            if (state == 1 || (state < 0 && !stage_exists(bulk, nm + 1, len)))
-                unlinkat(dirfd(sd), nm, 0);
-        }
-        if (sd)
-            closedir(sd);
-    }
-    if (d)
-        closedir(d);
+    stage_seen *e = seen(sw->l, sw->bulk, nm, (size_t)(dot - nm));
+    if (e && e->fd >= 0)
+        unlinkat(dfd, nm, 0);
 }
 
 /* Removes the rows of dead stages under .storh/bulk/rows/ (where the
@@ -563,30 +598,9 @@ static void sweep_shard_rows(const char *coll, const char *bulk, const seen_list
 static void sweep_rows(const char *bulk, seen_list *l)
 {
     char rows[PATH_MAX];
-    if (fsx_pathf(rows, NULL, "%s/rows", bulk))
-        return;
-    DIR *d = opendir(rows);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        char shard[PATH_MAX];
-        if (de->d_name[0] == '.' || fsx_pathf(shard, NULL, "%s/%s", rows, de->d_name))
-            continue;
-        DIR *sd = opendir(shard);
-        struct dirent *re;
-        while (sd && (re = readdir(sd))) {
-            const char *dot = strrchr(re->d_name, '.');
-            if (re->d_name[0] == '.' || !dot)
-                continue;
-            stage_seen *e = seen(l, bulk, re->d_name, (size_t)(dot - re->d_name));
-            char p[PATH_MAX];
-            if (e && e->fd >= 0 && !fsx_pathf(p, NULL, "%s/%s", shard, re->d_name))
-                unlink(p);
-        }
-        if (sd)
-            closedir(sd);
-    }
-    if (d)
-        closedir(d);
+    row_sweep sw = {bulk, l};
+    if (!fsx_pathf(rows, NULL, "%s/rows", bulk))
+        each_shard_file(rows, sweep_bulk_row, &sw);
 }
 
 /* Removes the commit records a dead stage's writer was still writing
@@ -623,13 +637,12 @@ int docjournal_recover(const char *coll, bool writer_died, bool *rolled, storh_e
         return errno == ENOENT ? 0 : storh_err_sys(err, errno, "Could not list %s", bulk);
     seen_list l = {NULL, 0};
     struct dirent *de;
-    static const char *const suffixes[] = {".lock", ".journal.jsonc"};
     while (!rc && (de = readdir(d))) {
         const char *nm = de->d_name;
         size_t nl = strlen(nm);
-        for (size_t k = 0; k < 2 && nm[0] != '.'; k++) {
-            size_t sl = strlen(suffixes[k]);
-            if (nl > sl && !strcmp(nm + nl - sl, suffixes[k]) && !seen(&l, bulk, nm, nl - sl))
+        for (size_t k = 0; k < NSTAGE_FILES && nm[0] != '.'; k++) {
+            size_t sl = strlen(STAGE_FILES[k]);
+            if (nl > sl && !strcmp(nm + nl - sl, STAGE_FILES[k]) && !seen(&l, bulk, nm, nl - sl))
                 rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
         }
     }

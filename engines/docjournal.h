@@ -14,7 +14,8 @@
  * whose record path changed since, by another writer, is left to that
  * writer; a commit record without "staged" has its rows under .storh/bulk/
  * rows/) and drops the rows of uncommitted ones (walking data/'s shards
- * only when it found a dead bulk).
+ * only when it found a dead bulk or a writer that died, then also for rows
+ * whose stage is gone).
  *
  *   begin --rows--> staged --commit--> committed --renames, end--> gone
  *      \--(crash/abort)--> dropped on open  \--(crash)--> rolled forward */
