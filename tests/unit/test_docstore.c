@@ -3,6 +3,7 @@
  * a dead writer's temps and bulks finished on open, collections.
  * The record cache fed by writes: test_docstore_cache. */
 #include <dirent.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -45,6 +46,21 @@ static int count_files(const char *dir, const char *suffix)
     }
     closedir(d);
     return n;
+}
+
+/* An empty file at the path fmt makes (its directory there already). */
+static void touch(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void touch(const char *fmt, ...)
+{
+    char p[PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p, sizeof p, fmt, ap);
+    va_end(ap);
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
 }
 
 static docstore *open_store(const char *name)
@@ -345,12 +361,9 @@ TEST(open_sweeps_dead_writers_temps)
     snprintf(p, sizeof p, "%s/sweep/.storh/writers", root);
     fsx_mkdirs(p, false, NULL);
     /* pid 0x7ffffffe is never alive */
-    snprintf(p, sizeof p, "%s/sweep/.storh/writers/2147483646.deadbeef", root);
-    fclose(fopen(p, "w"));
-    snprintf(p, sizeof p, "%s/.2147483646.deadbeef.1.tmp", dir);
-    fclose(fopen(p, "w"));
-    snprintf(p, sizeof p, "%s/.%d.cafebabe.1.tmp", dir, (int)getpid());
-    fclose(fopen(p, "w"));
+    touch("%s/sweep/.storh/writers/2147483646.deadbeef", root);
+    touch("%s/.2147483646.deadbeef.1.tmp", dir);
+    touch("%s/.%d.cafebabe.1.tmp", dir, (int)getpid());
     docstore *ds = open_store("sweep");
     CHECK_INT(count_files(dir, ".tmp"), 1); /* ours (alive) kept, the dead one gone */
     snprintf(p, sizeof p, "%s/sweep/.storh/writers", root);
@@ -447,12 +460,9 @@ TEST(open_sweeps_rows_whose_stage_is_gone)
     docstore_close(ds);
     snprintf(shard, sizeof shard, "%s/%s/data/%.2s", root, name, id + 24);
     /* gone: no lock file, no commit record; alive: its lock held here */
-    snprintf(p, sizeof p, "%s/.2147483646.deadbeef.7.0.row", shard);
-    fclose(fopen(p, "w"));
-    snprintf(p, sizeof p, "%s/.2147483646.deadbeef.7.12.row", shard);
-    fclose(fopen(p, "w"));
-    snprintf(p, sizeof p, "%s/.%d.cafebabe.9.0.row", shard, (int)getpid());
-    fclose(fopen(p, "w"));
+    touch("%s/.2147483646.deadbeef.7.0.row", shard);
+    touch("%s/.2147483646.deadbeef.7.12.row", shard);
+    touch("%s/.%d.cafebabe.9.0.row", shard, (int)getpid());
     snprintf(p, sizeof p, "%s/%s/.storh/bulk", root, name);
     CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
     snprintf(p, sizeof p, "%s/%s/.storh/bulk/%d.cafebabe.9.lock", root, name, (int)getpid());
@@ -463,8 +473,7 @@ TEST(open_sweeps_rows_whose_stage_is_gone)
     CHECK_INT(count_files(shard, ".row"), 3);
     docstore_close(ds);
     /* a writer died (its marker stale): the gone stage's rows go */
-    snprintf(p, sizeof p, "%s/%s/.storh/writers/2147483646.deadbeef", root, name);
-    fclose(fopen(p, "w"));
+    touch("%s/%s/.storh/writers/2147483646.deadbeef", root, name);
     ds = open_store(name);
     CHECK_INT(count_files(shard, ".row"), 1);
     CHECK_INT(count_files(shard, "cafebabe.9.0.row"), 1);
@@ -503,8 +512,7 @@ TEST(open_finishes_a_bulk_staged_the_old_way)
     fwrite(j.data, 1, j.len, f);
     fclose(f);
     buf_free(&j);
-    snprintf(p, sizeof p, "%s/%s/.storh/bulk/%s.lock", root, name, stage);
-    fclose(fopen(p, "w"));
+    touch("%s/%s/.storh/bulk/%s.lock", root, name, stage);
     docstore *ds = open_store(name);
     CHECK(ds != NULL);
     for (int i = 0; i < 3; i++) {
