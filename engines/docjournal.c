@@ -299,8 +299,33 @@ static int jw_row(docjournal *j, jwriter *w, idmap *last, size_t i, const char *
     return jw_flush(w, false, err);
 }
 
-int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, storh_err *err)
+/* The commit record at path made durable: its directory dir synced
+ * (STORH_FAULT_FAIL=bulksync:<collection> makes that fail). When the sync
+ * fails, the record is taken back before the caller drops the rows: unlinked,
+ * and dir synced again where it can be, so that a crash while the rows go
+ * cannot leave a record that names some of them. *stands: it could not be
+ * unlinked (the caller then keeps the stage for the next open to finish). */
+static int commit_durable(const docjournal *j, const char *dir, const char *path, bool *stands,
+                          storh_err *err)
 {
+    const char *coll = strrchr(j->coll, '/');
+    int rc = fault_fails("bulksync", coll ? coll + 1 : j->coll)
+                 ? storh_err_sys(err, EIO, "Could not sync directory %s", dir)
+                 : fsx_fsync_dir(dir, err);
+    if (!rc)
+        return 0;
+    if (unlink(path) != 0 && errno != ENOENT) {
+        *stands = true;
+        return rc;
+    }
+    fsx_fsync_dir(dir, NULL);
+    return rc;
+}
+
+int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, bool *stands,
+                      storh_err *err)
+{
+    *stands = false;
     char path[PATH_MAX], hex[13];
     jwriter w = {.fd = -1, .b = BUF_INIT};
     idmap last; /* id -> 1 + the latest row of this bulk that writes it */
@@ -336,9 +361,11 @@ int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx,
         rc = storh_err_sys(err, errno, "Could not write bulk journal %s", w.tmp);
     buf_free(&w.b);
     if (!rc)
-        rc = fsx_rename(w.tmp, path, true, err);
+        rc = fsx_rename(w.tmp, path, false, err);
     if (rc && w.fd >= 0)
         unlink(w.tmp);
+    else if (!rc)
+        rc = commit_durable(j, dir, path, stands, err);
     if (!rc)
         fault_point("docstore.bulk.committed");
     return rc;

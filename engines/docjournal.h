@@ -44,8 +44,12 @@ typedef void (*docjournal_row_fn)(void *ctx, size_t i, const char **id, char *fi
 /* The commit record for rows 0..n-1, each described by row(ctx, i) (every
  * staged file durable already), written to its file as it is encoded, so
  * it holds a bounded piece of itself in memory whatever n is. After it
- * returns 0 the bulk is committed. */
-int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, storh_err *err);
+ * returns 0 the bulk is committed. On an error no commit record is left
+ * (the caller drops the rows), unless the record was renamed into place and
+ * could not be removed when its directory's sync failed: then *stands, and
+ * the caller keeps the stage (docjournal_release) for the next open. */
+int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, bool *stands,
+                      storh_err *err);
 /* Row i of record id staged: its file created and written (not synced:
  * the commit's syncfs does that), through a descriptor on data/ kept by
  * j, its shard directory made when it is missing (and left when the bulk

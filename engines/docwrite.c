@@ -425,8 +425,10 @@ static void stage_free(docstore_stage *st, size_t from_row)
 {
     for (size_t i = 0; i < st->n; i++) {
         char tmp[PATH_MAX];
-        if (i >= from_row && !st->keep && row_paths(st, i, tmp, NULL, NULL) == 0)
+        if (i >= from_row && !st->keep && row_paths(st, i, tmp, NULL, NULL) == 0) {
             unlink(tmp);
+            fault_point("docstore.bulk.dropped");
+        }
         free(st->rows[i].tmp);
         json_decref(st->rows[i].data);
     }
@@ -497,11 +499,13 @@ static void commit_row(void *ctx, size_t i, const char **id, char *final)
 }
 
 /* Under the lock, every staged row durable: the bulk's commit record. A
- * failure after it leaves the stage for the next open to finish. */
+ * failure after it (or one that left the record standing) leaves the stage
+ * for the next open to finish. */
 static int commit_record(docstore_stage *st, storh_err *err)
 {
-    int rc = docjournal_commit(st->j, st->n, commit_row, st, err);
-    st->keep = rc == 0;
+    bool stands;
+    int rc = docjournal_commit(st->j, st->n, commit_row, st, &stands, err);
+    st->keep = rc == 0 || stands;
     return rc;
 }
 

@@ -482,6 +482,66 @@ TEST(open_sweeps_rows_whose_stage_is_gone)
     close(lfd);
 }
 
+/* A bulk whose commit record was renamed into place but whose directory's
+ * sync failed is dropped whole: an error, then no record of it, no row and
+ * no stage file; and the record goes before the rows, so a crash while they
+ * are removed (the child, killed after its fourth) leaves nothing the next
+ * open could roll forward in part. */
+TEST(bulk_whose_commit_sync_fails_is_dropped_whole)
+{
+    enum { ROWS = 12 };
+    for (int crash = 0; crash < 2; crash++) {
+        const char *name = crash ? "commit-sync-crash" : "commit-sync";
+        char ids[ROWS][UUID7_LEN + 1], p[PATH_MAX];
+        for (int i = 0; i < ROWS; i++)
+            CHECK_INT(uuid7_generate(ids[i], -1, NULL), 0);
+        pid_t pid = crash ? fork() : 0;
+        if (pid == 0) {
+            char fail[64];
+            snprintf(fail, sizeof fail, "bulksync:%s", name);
+            setenv("STORH_FAULT_FAIL", fail, 1);
+            if (crash)
+                setenv("STORH_FAULT", "docstore.bulk.dropped@4", 1);
+            docstore *c = open_store(name);
+            docstore_stage *st;
+            char id[UUID7_LEN + 1];
+            CHECK(c != NULL && docstore_stage_begin(c, &st, NULL) == 0);
+            for (int i = 0; i < ROWS; i++) {
+                json_t *d = json_pack("{si}", "bulk", i);
+                CHECK_INT(docstore_stage_put(st, ids[i], d, id, NULL), 0);
+                json_decref(d);
+            }
+            storh_err err = {0};
+            size_t written = 99;
+            int rc = docstore_stage_commit(st, &written, &err);
+            if (crash)
+                _exit(1); /* the fault point ends it before */
+            unsetenv("STORH_FAULT_FAIL");
+            CHECK(rc != 0 && strstr(err.msg, "sync") != NULL);
+            CHECK_INT((int)written, 0);
+            docstore_close(c);
+        } else {
+            int wst = -1;
+            waitpid(pid, &wst, 0);
+            CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 86);
+            snprintf(p, sizeof p, "%s/%s/data", root, name);
+            CHECK(count_files(p, ".row") > 0); /* killed while dropping them */
+        }
+        docstore *ds = open_store(name);
+        for (int i = 0; i < ROWS; i++) {
+            json_t *data = NULL;
+            CHECK_INT(docstore_get(ds, ids[i], &data, NULL, NULL), STORH_ENOTFOUND);
+            json_decref(data);
+        }
+        snprintf(p, sizeof p, "%s/%s/data", root, name);
+        CHECK_INT(count_files(p, ".row"), 0);
+        CHECK_INT(count_files(p, ".jsonc"), 0);
+        snprintf(p, sizeof p, "%s/%s/.storh/bulk", root, name);
+        CHECK_INT(count_files(p, ""), 0);
+        docstore_close(ds);
+    }
+}
+
 /* A bulk staged and committed by a build that kept its rows under
  * .storh/bulk/rows/<shard>/ (its commit record names no "staged"), its
  * writer dead among the renames: the next open finishes it from there. */
@@ -770,6 +830,7 @@ static const test_case tests[] = {
     TEST_ENTRY(open_finishes_a_dead_writers_bulk),
     TEST_ENTRY(open_finishes_a_bulk_staged_the_old_way),
     TEST_ENTRY(open_sweeps_rows_whose_stage_is_gone),
+    TEST_ENTRY(bulk_whose_commit_sync_fails_is_dropped_whole),
     TEST_ENTRY(collections_are_the_name_dirs_with_data),
     TEST_ENTRY(open_finishes_a_dead_writers_bulk_over_existing_records),
     TEST_ENTRY(mkdirs_makes_every_missing_level),
