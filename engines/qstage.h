@@ -16,7 +16,9 @@
 #include "storh_err.h"
 
 /* Publishes the stage of bytes (whole framed lines) about to be appended at
- * log offset off; *path receives its name (PATH_MAX) for qstage_remove. */
+ * log offset off; *path receives its name (PATH_MAX) for qstage_remove. On
+ * an error no stage is left (one renamed into place before its directory's
+ * sync failed is unlinked) and path is empty. */
 int qstage_write(const char *dir, uint64_t off, const char *bytes, size_t len, char *path,
                  storh_err *err);
 /* Drops a stage once its events are durable in the log (or cut away). */

@@ -443,6 +443,34 @@ TEST(staged_batches_roll_forward)
     free(ev);
 }
 
+/* An enqueue of an array whose stage was renamed into place but whose
+ * directory's sync failed is answered with an error and leaves no stage:
+ * no later open rolls the refused batch forward (behind the next one). */
+TEST(batch_whose_stage_sync_fails_is_not_rolled_forward)
+{
+    queue *q = open_q("stagesync");
+    json_t *jobs = js("[{\"a\":1},{\"a\":2},{\"a\":3}]"), *ids = NULL;
+    setenv("STORH_FAULT_FAIL", "stagesync:stagesync", 1);
+    storh_err err = {0};
+    CHECK(queue_enqueue_many(q, jobs, &ids, &err) != 0);
+    unsetenv("STORH_FAULT_FAIL");
+    CHECK(strstr(err.msg, "sync") != NULL);
+    json_decref(ids);
+    CHECK_INT(stages_in("stagesync"), 0);
+    CHECK_INT(count(q, "pending"), 0);
+    json_t *next = js("[{\"b\":1},{\"b\":2}]");
+    CHECK_INT(queue_enqueue_many(q, next, &ids, NULL), 0);
+    json_decref(ids);
+    json_decref(next);
+    json_decref(jobs);
+    queue_close(q);
+    for (int round = 0; round < 2; round++) {
+        q = open_q("stagesync");
+        CHECK_INT(count(q, "pending"), 2);
+        queue_close(q);
+    }
+}
+
 /* verify says why it could not read the log, not only that it could not. */
 TEST(verify_reports_why_the_log_is_unreadable)
 {
@@ -745,6 +773,7 @@ static const test_case tests[] = {
     TEST_ENTRY(two_processes_never_claim_twice),
     TEST_ENTRY(bad_input_changes_nothing),
     TEST_ENTRY(staged_batches_roll_forward),
+    TEST_ENTRY(batch_whose_stage_sync_fails_is_not_rolled_forward),
     TEST_ENTRY(claim_out_of_memory_claims_nothing),
     TEST_ENTRY(verify_reports_why_the_log_is_unreadable),
     TEST_ENTRY(own_events_apply_as_their_replay),
