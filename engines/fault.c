@@ -29,5 +29,15 @@ bool fault_fails(const char *op, const char *target)
     if (!want)
         return false;
     size_t n = strlen(op);
-    return !strncmp(want, op, n) && want[n] == ':' && !strcmp(want + n + 1, target);
+    if (strncmp(want, op, n) != 0 || want[n] != ':')
+        return false;
+    const char *t = want + n + 1, *at = strchr(t, '@');
+    size_t tl = at ? (size_t)(at - t) : strlen(t);
+    if (strlen(target) != tl || strncmp(t, target, tl) != 0)
+        return false;
+    if (!at)
+        return true;
+    /* op:target@N: only the Nth time this process asks */
+    static atomic_long asked;
+    return atomic_fetch_add(&asked, 1) + 1 == atol(at + 1);
 }

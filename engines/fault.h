@@ -4,7 +4,11 @@
  * STORH_FAULT equals name, or reaches it for the Nth time when STORH_FAULT
  * is name@N. fault_fails(op, target) is true when STORH_FAULT_FAIL equals
  * "op:target" (e.g. "fsync:events": every fsync of the group commit of the
- * store named events reports EIO). */
+ * store named events reports EIO), or only the Nth time it is asked with
+ * "op:target@N". The ops: fsync (group commits), bulksync (a documents
+ * bulk's commit record's directory sync), stagesync (a queue batch's
+ * stage's), manifest (a log's manifest write, as a full disk); the target
+ * is the store's name. */
 #ifndef STORH_FAULT_H
 #define STORH_FAULT_H
 

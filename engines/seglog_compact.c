@@ -253,21 +253,41 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
         return rc;
     }
     /* the swap: outputs replace every sealed segment; the active one stays */
-    seg act = *seglog__active(s);
-    for (size_t i = 0; i < nsealed; i++)
-        free(s->segs[i].sp);
     seg *n = realloc(outs, (nouts + 1) * sizeof *n);
     if (!n) {
+        for (size_t i = 0; i < nouts; i++)
+            free(outs[i].sp);
         free(outs);
         free(mv);
+        seglog__remove_unreferenced(s);
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     }
-    n[nouts] = act;
-    free(s->segs);
+    n[nouts] = *seglog__active(s);
+    seg *old = s->segs;
+    size_t old_n = s->nsegs;
+    struct stat before = s->manifest_st;
     s->segs = n;
     s->nsegs = nouts + 1;
-    s->gen++;
     rc = seglog__manifest_write(s, err);
+    if (rc && !seglog__manifest_changed(s)) {
+        /* not written (a full disk): the old manifest, and with it the old
+         * segments and the state's places in them, stand */
+        s->manifest_st = before;
+        s->segs = old;
+        s->nsegs = old_n;
+        for (size_t i = 0; i < nouts; i++)
+            free(n[i].sp);
+        free(n);
+        free(mv);
+        seglog__remove_unreferenced(s);
+        return rc;
+    }
+    /* written (if its directory's sync failed, the next catch-up sees a
+     * manifest it did not load and replays it) */
+    for (size_t i = 0; i < nsealed; i++)
+        free(old[i].sp);
+    free(old);
+    s->gen++;
     if (!rc && !((mv || !kept) && move_state(s, nsealed, nouts, mv, nmv)))
         rc = seglog__replay(s, TORN_KEEP, err); /* out of memory for the moves */
     free(mv);

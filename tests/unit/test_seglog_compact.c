@@ -56,6 +56,66 @@ TEST(compaction_keeps_live_records)
     seglog_close(s);
 }
 
+static int compact_outputs(const char *name)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s/segments", root, name);
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strncmp(e->d_name, "compact-", 8) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* A compaction whose manifest cannot be written (a full disk) changes
+ * nothing: an error, no output left, every record read back from where it
+ * was; the next compaction, and a reopen, find the log whole. */
+TEST(compaction_that_cannot_write_its_manifest_changes_nothing)
+{
+    const char *name = "cmpfull";
+    seglog *s = logkit_open(root, name, 512);
+    char ids[30][37];
+    logkit_fill(s, 30, ids);
+    bool ex;
+    for (int i = 0; i < 10; i++)
+        seglog_delete(s, ids[i], &ex, NULL);
+    json_t *before[30] = {0};
+    for (int i = 10; i < 30; i++)
+        CHECK_INT(seglog_get(s, ids[i], &before[i], NULL), 0);
+    /* the first manifest write is the roll's, the second the swap's */
+    setenv("STORH_FAULT_FAIL", "manifest:cmpfull@2", 1);
+    storh_err err = {0};
+    json_t *rep = NULL;
+    CHECK(seglog_compact(s, &rep, &err) != 0);
+    unsetenv("STORH_FAULT_FAIL");
+    CHECK(rep == NULL && strstr(err.msg, "manifest") != NULL);
+    CHECK_INT(compact_outputs(name), 0);
+    for (int round = 0; round < 3; round++) {
+        /* 0: after the failure; 1: after a successful compaction; 2: reopened */
+        if (round == 1) {
+            CHECK_INT(seglog_compact(s, &rep, NULL), 0);
+            CHECK_INT(json_integer_value(json_object_get(rep, "records")), 20);
+            json_decref(rep);
+        } else if (round == 2) {
+            seglog_close(s);
+            s = logkit_open(root, name, 512);
+        }
+        CHECK_INT(logkit_count(s, NULL, NULL, 0), 20);
+        for (int i = 0; i < 30; i++) {
+            json_t *g = NULL;
+            int rc = seglog_get(s, ids[i], &g, NULL);
+            CHECK_INT(rc, i < 10 ? STORH_ENOTFOUND : 0);
+            CHECK(i < 10 || json_equal(g, before[i]));
+            json_decref(g);
+        }
+    }
+    for (int i = 10; i < 30; i++)
+        json_decref(before[i]);
+    seglog_close(s);
+}
+
 /* Compacts a log of many small sealed segments under the given sync mode;
  * returns the outputs and the fsync / syncfs counts the compaction made. */
 static long compact_counting(const char *name, docgroup_sync mode, uint64_t *files, uint64_t *fs)
@@ -501,6 +561,7 @@ TEST(read_across_compaction_with_cursor_and_limit)
 
 static const test_case tests[] = {
     TEST_ENTRY(compaction_keeps_live_records),
+    TEST_ENTRY(compaction_that_cannot_write_its_manifest_changes_nothing),
     TEST_ENTRY(compaction_syncs_outputs_once),
     TEST_ENTRY(compaction_crash_before_manifest_swap),
     TEST_ENTRY(compaction_state_is_what_a_replay_builds),
