@@ -113,6 +113,23 @@ static int poison_error(int errnum, storh_err *err)
                          "refused until storhd is restarted");
 }
 
+/* Under g->mu. */
+static void poison_locked(docgroup *g, const char *coll_dir, int errnum)
+{
+    if (g->poisoned)
+        return;
+    g->poisoned = errnum;
+    const char *slash = strrchr(coll_dir, '/');
+    wstats_poisoned(WSTATS_DOC, slash ? slash + 1 : coll_dir, errnum);
+}
+
+void docgroup_poison(docgroup *g, const char *coll_dir, int errnum)
+{
+    pthread_mutex_lock(&g->mu);
+    poison_locked(g, coll_dir, errnum);
+    pthread_mutex_unlock(&g->mu);
+}
+
 int docgroup_check(docgroup *g, storh_err *err)
 {
     pthread_mutex_lock(&g->mu);
@@ -535,11 +552,8 @@ int docgroup_commit(docstore *ds, docgroup_op *op)
         }
         account(ops, syncs, now_ns());
         pthread_mutex_lock(&g->mu);
-        if (poison && !g->poisoned) {
-            g->poisoned = rc == STORH_ENOSPC ? ENOSPC : EIO;
-            const char *slash = strrchr(ds->dir, '/');
-            wstats_poisoned(WSTATS_DOC, slash ? slash + 1 : ds->dir, g->poisoned);
-        }
+        if (poison)
+            poison_locked(g, ds->dir, rc == STORH_ENOSPC ? ENOSPC : EIO);
         if (rc == 0 && syncs > 0)
             wstats_batch(WSTATS_DOC, g->last_size);
         for (docgroup_op *o = ops; o;) {

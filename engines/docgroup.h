@@ -104,6 +104,9 @@ void docgroup_leave(docgroup *g);
 int docgroup_commit(struct docstore *ds, docgroup_op *op);
 /* 0, or the poison error. */
 int docgroup_check(docgroup *g, storh_err *err);
+/* Poisons the store of coll_dir (no-op when it is already): a failure left
+ * something on disk only its next open can finish (a bulk kept for it). */
+void docgroup_poison(docgroup *g, const char *coll_dir, int errnum);
 
 /* Process-wide figures for /metrics (relaxed counters). */
 #define DOCGROUP_SIZE_BUCKETS 9 /* 1 2 4 8 16 32 64 128 +Inf */

@@ -299,33 +299,34 @@ static int jw_row(docjournal *j, jwriter *w, idmap *last, size_t i, const char *
     return jw_flush(w, false, err);
 }
 
-/* The commit record at path made durable: its directory dir synced
- * (STORH_FAULT_FAIL=bulksync:<collection> makes that fail). When the sync
- * fails, the record is taken back before the caller drops the rows: unlinked,
- * and dir synced again where it can be, so that a crash while the rows go
- * cannot leave a record that names some of them. *stands: it could not be
- * unlinked (the caller then keeps the stage for the next open to finish). */
-static int commit_durable(const docjournal *j, const char *dir, const char *path, bool *stands,
-                          storh_err *err)
+/* dir synced; STORH_FAULT_FAIL=bulksync:<collection> makes that fail. */
+static int sync_dir(const docjournal *j, const char *dir, storh_err *err)
 {
     const char *coll = strrchr(j->coll, '/');
-    int rc = fault_fails("bulksync", coll ? coll + 1 : j->coll)
-                 ? storh_err_sys(err, EIO, "Could not sync directory %s", dir)
-                 : fsx_fsync_dir(dir, err);
-    if (!rc)
-        return 0;
-    if (unlink(path) != 0 && errno != ENOENT) {
-        *stands = true;
-        return rc;
-    }
-    fsx_fsync_dir(dir, NULL);
+    if (fault_fails("bulksync", coll ? coll + 1 : j->coll))
+        return storh_err_sys(err, EIO, "Could not sync directory %s", dir);
+    return fsx_fsync_dir(dir, err);
+}
+
+/* The commit record at path made durable: its directory dir synced. When
+ * the sync fails, the record is taken back before the caller drops the
+ * rows (unlinked, then dir synced), so that no crash while the rows go can
+ * leave a record naming some of them. *keep: it could not be taken back
+ * durably; the caller leaves the stage whole, which the next open rolls
+ * forward (the record kept) or drops (the record gone). */
+static int commit_durable(const docjournal *j, const char *dir, const char *path, bool *keep,
+                          storh_err *err)
+{
+    int rc = sync_dir(j, dir, err);
+    if (rc)
+        *keep = (unlink(path) != 0 && errno != ENOENT) || sync_dir(j, dir, NULL) != 0;
     return rc;
 }
 
-int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, bool *stands,
+int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, bool *keep,
                       storh_err *err)
 {
-    *stands = false;
+    *keep = false;
     char path[PATH_MAX], hex[13];
     jwriter w = {.fd = -1, .b = BUF_INIT};
     idmap last; /* id -> 1 + the latest row of this bulk that writes it */
@@ -365,7 +366,7 @@ int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx,
     if (rc && w.fd >= 0)
         unlink(w.tmp);
     else if (!rc)
-        rc = commit_durable(j, dir, path, stands, err);
+        rc = commit_durable(j, dir, path, keep, err);
     if (!rc)
         fault_point("docstore.bulk.committed");
     return rc;

@@ -45,10 +45,11 @@ typedef void (*docjournal_row_fn)(void *ctx, size_t i, const char **id, char *fi
  * staged file durable already), written to its file as it is encoded, so
  * it holds a bounded piece of itself in memory whatever n is. After it
  * returns 0 the bulk is committed. On an error no commit record is left
- * (the caller drops the rows), unless the record was renamed into place and
- * could not be removed when its directory's sync failed: then *stands, and
- * the caller keeps the stage (docjournal_release) for the next open. */
-int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, bool *stands,
+ * (the caller drops the rows), unless the record was renamed into place,
+ * its directory's sync failed and it could not be taken back durably: then
+ * *keep, and the caller leaves the stage (docjournal_release) whole for the
+ * next open, which rolls it forward or drops it whole. */
+int docjournal_commit(docjournal *j, size_t n, docjournal_row_fn row, void *ctx, bool *keep,
                       storh_err *err);
 /* Row i of record id staged: its file created and written (not synced:
  * the commit's syncfs does that), through a descriptor on data/ kept by

@@ -499,13 +499,13 @@ static void commit_row(void *ctx, size_t i, const char **id, char *final)
 }
 
 /* Under the lock, every staged row durable: the bulk's commit record. A
- * failure after it (or one that left the record standing) leaves the stage
- * for the next open to finish. */
+ * failure after it (or one that could not take it back) leaves the stage
+ * for the next open to finish (stage_commit poisons the store). */
 static int commit_record(docstore_stage *st, storh_err *err)
 {
-    bool stands;
-    int rc = docjournal_commit(st->j, st->n, commit_row, st, &stands, err);
-    st->keep = rc == 0 || stands;
+    bool keep;
+    int rc = docjournal_commit(st->j, st->n, commit_row, st, &keep, err);
+    st->keep = rc == 0 || keep;
     return rc;
 }
 
@@ -594,6 +594,8 @@ static int stage_commit(docstore_stage *st, size_t *done, bool *existed0, storh_
                 rc = frc;
         }
     }
+    if (st->bulk && st->keep && rc) /* left for the next open: no write may touch its records */
+        docgroup_poison(&ds->grp, ds->dir, EIO);
     if (st->bulk && st->nkept && !rc)
         remember_kept(st, *done);
     if (st->bulk && st->keep && !rc) { /* durable: the commit record goes */

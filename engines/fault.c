@@ -1,6 +1,8 @@
 #include "fault.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,7 +39,17 @@ bool fault_fails(const char *op, const char *target)
         return false;
     if (!at)
         return true;
-    /* op:target@N: only the Nth time this process asks */
-    static atomic_long asked;
-    return atomic_fetch_add(&asked, 1) + 1 == atol(at + 1);
+    /* op:target@N: only the Nth time this process asks, counted since
+     * STORH_FAULT_FAIL last changed (a test sets one per case) */
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char last[256];
+    static long asked;
+    pthread_mutex_lock(&mu);
+    if (strncmp(last, want, sizeof last) != 0) {
+        snprintf(last, sizeof last, "%s", want);
+        asked = 0;
+    }
+    bool fail = ++asked == atol(at + 1);
+    pthread_mutex_unlock(&mu);
+    return fail;
 }

@@ -63,13 +63,12 @@ int qstage_write(const char *dir, uint64_t off, const char *bytes, size_t len, c
         rc = publish(path, off, bytes, len, err);
     if (!rc && fault_fails("stagesync", queue_name(dir))) /* as a failed directory sync */
         rc = storh_err_sys(err, EIO, "Could not sync directory %s", dir);
-    if (rc && path[0]) {
-        /* renamed into place before its directory's sync failed, it would be
-         * rolled forward on open: a batch answered with an error must not be */
-        if (unlink(path) == 0)
-            fsx_fsync_dir(dir, NULL);
+    /* renamed into place before its directory's sync failed, it would be
+     * rolled forward on open: a batch answered with an error must not be,
+     * so it goes, durably; if it cannot, path keeps its name */
+    if (rc && path[0] && (unlink(path) == 0 || errno == ENOENT) &&
+        !fault_fails("stagesync", queue_name(dir)) && fsx_fsync_dir(dir, NULL) == 0)
         path[0] = '\0';
-    }
     return rc;
 }
 

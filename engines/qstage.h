@@ -18,7 +18,9 @@
 /* Publishes the stage of bytes (whole framed lines) about to be appended at
  * log offset off; *path receives its name (PATH_MAX) for qstage_remove. On
  * an error no stage is left (one renamed into place before its directory's
- * sync failed is unlinked) and path is empty. */
+ * sync failed is unlinked, and the directory synced) and path is empty; or,
+ * when that removal could not be made durable, path still names the stage,
+ * which the next open may roll forward (the caller refuses later writes). */
 int qstage_write(const char *dir, uint64_t off, const char *bytes, size_t len, char *path,
                  storh_err *err);
 /* Drops a stage once its events are durable in the log (or cut away). */

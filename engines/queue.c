@@ -224,6 +224,8 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
     if (!rc && staged && lines.len &&
         memchr(lines.data, '\n', lines.len) != lines.data + lines.len - 1)
         rc = qstage_write(q->dir, q->consumed, lines.data, lines.len, stage, err);
+    if (rc && stage[0]) /* a refused batch the next open may roll forward: nothing after it */
+        gcommit_poison(&q->gc, EIO);
     if (stage[0])
         fault_point("queue.batch.staged");
     if (!rc && lines.len) {

@@ -483,24 +483,28 @@ TEST(open_sweeps_rows_whose_stage_is_gone)
 }
 
 /* A bulk whose commit record was renamed into place but whose directory's
- * sync failed is dropped whole: an error, then no record of it, no row and
- * no stage file; and the record goes before the rows, so a crash while they
- * are removed (the child, killed after its fourth) leaves nothing the next
- * open could roll forward in part. */
-TEST(bulk_whose_commit_sync_fails_is_dropped_whole)
+ * sync failed is refused whole. Variant 0: the record is taken back (unlinked,
+ * the directory synced), then the rows dropped: an error, then no record of
+ * it, no row, no stage file. 1: the same, killed after its fourth dropped row:
+ * the record went first, so the next open finds nothing to roll forward in
+ * part. 2: every sync fails, so the record's removal is not durable: the
+ * stage is left whole, the collection refuses writes, and the next open
+ * drops it whole (its record is gone). */
+TEST(bulk_whose_commit_sync_fails_is_refused_whole)
 {
     enum { ROWS = 12 };
-    for (int crash = 0; crash < 2; crash++) {
-        const char *name = crash ? "commit-sync-crash" : "commit-sync";
+    static const char *const names[3] = {"commit-sync", "commit-sync-crash", "commit-sync-keep"};
+    for (int variant = 0; variant < 3; variant++) {
+        const char *name = names[variant];
         char ids[ROWS][UUID7_LEN + 1], p[PATH_MAX];
         for (int i = 0; i < ROWS; i++)
             CHECK_INT(uuid7_generate(ids[i], -1, NULL), 0);
-        pid_t pid = crash ? fork() : 0;
+        pid_t pid = variant == 1 ? fork() : 0;
         if (pid == 0) {
             char fail[64];
-            snprintf(fail, sizeof fail, "bulksync:%s", name);
+            snprintf(fail, sizeof fail, "bulksync:%s%s", name, variant == 2 ? "" : "@1");
             setenv("STORH_FAULT_FAIL", fail, 1);
-            if (crash)
+            if (variant == 1)
                 setenv("STORH_FAULT", "docstore.bulk.dropped@4", 1);
             docstore *c = open_store(name);
             docstore_stage *st;
@@ -514,11 +518,16 @@ TEST(bulk_whose_commit_sync_fails_is_dropped_whole)
             storh_err err = {0};
             size_t written = 99;
             int rc = docstore_stage_commit(st, &written, &err);
-            if (crash)
+            if (variant == 1)
                 _exit(1); /* the fault point ends it before */
             unsetenv("STORH_FAULT_FAIL");
             CHECK(rc != 0 && strstr(err.msg, "sync") != NULL);
             CHECK_INT((int)written, 0);
+            json_t *d = json_pack("{si}", "after", 1);
+            CHECK_INT(docstore_put(c, NULL, d, id, NULL, NULL) == 0, variant == 0);
+            json_decref(d);
+            snprintf(p, sizeof p, "%s/%s/data", root, name);
+            CHECK_INT(count_files(p, ".row"), variant == 2 ? ROWS : 0);
             docstore_close(c);
         } else {
             int wst = -1;
@@ -535,7 +544,7 @@ TEST(bulk_whose_commit_sync_fails_is_dropped_whole)
         }
         snprintf(p, sizeof p, "%s/%s/data", root, name);
         CHECK_INT(count_files(p, ".row"), 0);
-        CHECK_INT(count_files(p, ".jsonc"), 0);
+        CHECK_INT(count_files(p, ".jsonc"), variant == 0); /* the put after it */
         snprintf(p, sizeof p, "%s/%s/.storh/bulk", root, name);
         CHECK_INT(count_files(p, ""), 0);
         docstore_close(ds);
@@ -830,7 +839,7 @@ static const test_case tests[] = {
     TEST_ENTRY(open_finishes_a_dead_writers_bulk),
     TEST_ENTRY(open_finishes_a_bulk_staged_the_old_way),
     TEST_ENTRY(open_sweeps_rows_whose_stage_is_gone),
-    TEST_ENTRY(bulk_whose_commit_sync_fails_is_dropped_whole),
+    TEST_ENTRY(bulk_whose_commit_sync_fails_is_refused_whole),
     TEST_ENTRY(collections_are_the_name_dirs_with_data),
     TEST_ENTRY(open_finishes_a_dead_writers_bulk_over_existing_records),
     TEST_ENTRY(mkdirs_makes_every_missing_level),
