@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fault.h"
 #include "fsx.h"
 #include "gcommit.h"
 #include "idmap.h"
@@ -166,8 +167,19 @@ int queue_verify(queue *q, json_t **out, storh_err *err)
     return *out ? 0 : storh_err_set(err, STORH_ENOMEM, "Out of memory.");
 }
 
+/* Whether queue.log is no longer the file q->fd writes to (or cannot be
+ * told): a rewrite renamed it into place and then failed. */
+static bool log_replaced(const queue *q)
+{
+    struct stat a, b;
+    return fstat(q->fd, &a) != 0 || stat(q->log, &b) != 0 || a.st_ino != b.st_ino ||
+           a.st_dev != b.st_dev;
+}
+
 /* Under the locks: rewrites queue.log without the bad lines, saving each to
- * .storh/corrupt/ first. */
+ * .storh/corrupt/ first. A rewrite that replaced queue.log but could not
+ * take it on (its directory's sync failed, no descriptor) poisons the
+ * queue: appends to the old file would be acknowledged and lost. */
 static int rewrite_without_bad(queue *q, size_t *quarantined, storh_err *err)
 {
     *quarantined = 0;
@@ -191,13 +203,22 @@ static int rewrite_without_bad(queue *q, size_t *quarantined, storh_err *err)
         buf_append(&keep, b.data + from, b.len - from);
     if (!rc)
         rc = fsx_publish(q->log, keep.data ? keep.data : "", keep.len, err);
+    const char *name = strrchr(q->dir, '/');
+    if (!rc && fault_fails("logsync", name ? name + 1 : q->dir)) /* as a failed directory sync */
+        rc = storh_err_sys(err, EIO, "Could not sync directory %s", q->dir);
     buf_free(&b);
     buf_free(&keep);
-    if (rc)
+    if (rc) {
+        if (log_replaced(q))
+            gcommit_poison(&q->gc, EIO);
         return rc;
+    }
     int fd = open(q->log, O_RDWR | O_APPEND | O_CLOEXEC);
-    if (fd < 0)
-        return storh_err_sys(err, errno, "Could not open log queue file.");
+    if (fd < 0) {
+        rc = storh_err_sys(err, errno, "Could not open log queue file.");
+        gcommit_poison(&q->gc, EIO);
+        return rc;
+    }
     if ((rc = gcommit_switch(&q->gc, fd, 0, err))) { /* closes the old fd */
         close(fd);
         return rc;

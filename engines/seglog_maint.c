@@ -3,6 +3,7 @@
  * serve count(field == value) without a scan. */
 #include "seglog.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fault.h"
 #include "frame.h"
 #include "fsx.h"
 #include "gcommit.h"
@@ -178,7 +180,7 @@ int seglog_repair(seglog *s, json_t **out, storh_err *err)
     if (!rc)
         rc = seglog__replay(s, TORN_TRUNCATE, err);
     size_t quarantined = 0;
-    bool active_rewritten = false;
+    bool rewrote = false, active_rewritten = false;
     for (size_t i = 0; !rc && i < s->nsegs; i++) {
         bool any = false;
         for (size_t k = 0; k < s->nbad; k++)
@@ -204,9 +206,14 @@ int seglog_repair(seglog *s, json_t **out, storh_err *err)
         }
         if (from < b.len)
             buf_append(&keep, b.data + from, b.len - from);
-        if (!rc)
+        if (!rc) { /* from here the segment may be the rewrite, whatever rc says */
+            rewrote = true;
+            active_rewritten = active_rewritten || i == s->nsegs - 1;
             rc = fsx_publish(path, keep.data ? keep.data : "", keep.len, err);
-        active_rewritten = active_rewritten || i == s->nsegs - 1;
+        }
+        const char *name = strrchr(s->dir, '/');
+        if (!rc && fault_fails("logsync", name ? name + 1 : s->dir)) /* a failed dir sync */
+            rc = storh_err_sys(err, EIO, "Could not sync directory of %s", path);
         buf_free(&b);
         buf_free(&keep);
     }
@@ -216,6 +223,17 @@ int seglog_repair(seglog *s, json_t **out, storh_err *err)
     }
     if (!rc && active_rewritten)
         rc = seglog__open_active(s, err);
+    if (rc && rewrote) {
+        /* a segment replaced, then a failure: the state's places and the
+         * active descriptor follow the files as they are now, and the log
+         * refuses writes until it is opened again (a rewrite whose name is
+         * not durable could give a power cut the old file back, without
+         * what was appended to the new one) */
+        s->gen++;
+        if (!seglog__replay(s, TORN_TRUNCATE, NULL) && active_rewritten)
+            seglog__open_active(s, NULL);
+        gcommit_poison(&s->gc, EIO);
+    }
     if (!rc)
         rc = seglog__manifest_write(s, err);
     json_t *stats = rc ? NULL : stats_locked(s);

@@ -183,6 +183,48 @@ TEST(torn_tail_and_bad_middle_line)
     buf_free(&b);
 }
 
+/* A repair that replaced queue.log but whose directory's sync failed
+ * refuses later writes (they would go to the replaced file): whatever it
+ * acknowledges after it is there when the queue is opened again. */
+TEST(repair_whose_rewrite_sync_fails_loses_nothing)
+{
+    queue *q = open_q("badsync");
+    json_t *jobs = js("[{\"a\":1},{\"a\":2},{\"a\":3}]"), *ids;
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    json_decref(jobs);
+    json_decref(ids);
+    queue_close(q);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/badsync/queue.log", root);
+    buf b = BUF_INIT;
+    CHECK_INT(fsx_read_all(p, &b, NULL), 0);
+    strstr(strchr(b.data, '\n') + 1, "\"a\":2")[4] = '9'; /* a bad second line */
+    FILE *f = fopen(p, "w");
+    fwrite(b.data, 1, b.len, f);
+    fclose(f);
+    buf_free(&b);
+    q = open_q("badsync");
+    setenv("STORH_FAULT_FAIL", "logsync:badsync", 1);
+    json_t *v = NULL;
+    storh_err err = {0};
+    CHECK(queue_repair(q, 3600, &v, &err) != 0);
+    unsetenv("STORH_FAULT_FAIL");
+    CHECK(v == NULL && strstr(err.msg, "sync") != NULL);
+    json_t *more = js("[{\"a\":4}]");
+    ids = NULL;
+    int acked = queue_enqueue_many(q, more, &ids, NULL) == 0;
+    CHECK(!acked); /* refused: the queue was poisoned */
+    json_decref(ids);
+    json_decref(more);
+    queue_close(q);
+    q = open_q("badsync");
+    CHECK_INT(count(q, "pending"), 2 + acked); /* the bad line quarantined, the rest kept */
+    CHECK_INT(queue_verify(q, &v, NULL), 0);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    queue_close(q);
+}
+
 /* Replay follows storh's rules for what left the queue: a complete with
  * "done":true puts the id in done even when it was gone or never seen, one
  * without takes it out of done; a worked-off job holds no state. */
@@ -780,6 +822,7 @@ static const test_case tests[] = {
     TEST_ENTRY(events_are_storh_bytes),
     TEST_ENTRY(fifo_requeue_and_replay),
     TEST_ENTRY(torn_tail_and_bad_middle_line),
+    TEST_ENTRY(repair_whose_rewrite_sync_fails_loses_nothing),
     TEST_ENTRY(complete_and_purge_replay_like_storh),
     TEST_ENTRY(two_processes_never_claim_twice),
     TEST_ENTRY(bad_input_changes_nothing),

@@ -241,6 +241,55 @@ TEST(bad_middle_line_loses_nothing_after_it)
     buf_free(&b);
 }
 
+/* A repair that replaced a segment but whose directory's sync failed
+ * refuses later writes, and still reads every record from the files as they
+ * are; after it the log opens whole, the bad line quarantined. */
+TEST(repair_whose_rewrite_sync_fails_loses_nothing)
+{
+    seglog *s = logkit_open(root, "midsync", 0);
+    char ids[4][37];
+    for (int i = 0; i < 4; i++) {
+        json_t *d = json_pack("{si}", "i", i);
+        CHECK_INT(seglog_put(s, NULL, d, ids[i], NULL), 0);
+        json_decref(d);
+    }
+    seglog_close(s);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/midsync/segments/seg-000001.ndjson", root);
+    buf b = BUF_INIT;
+    CHECK_INT(fsx_read_all(p, &b, NULL), 0);
+    strstr(strchr(b.data, '\n') + 1, "\"i\":1")[4] = '7'; /* a bad second line */
+    FILE *f = fopen(p, "w");
+    fwrite(b.data, 1, b.len, f);
+    fclose(f);
+    buf_free(&b);
+    s = logkit_open(root, "midsync", 0);
+    setenv("STORH_FAULT_FAIL", "logsync:midsync", 1);
+    json_t *v = NULL;
+    storh_err err = {0};
+    CHECK(seglog_repair(s, &v, &err) != 0);
+    unsetenv("STORH_FAULT_FAIL");
+    CHECK(v == NULL && strstr(err.msg, "sync") != NULL);
+    for (int i = 0; i < 4; i++) {
+        json_t *d = NULL;
+        CHECK_INT(seglog_get(s, ids[i], &d, NULL), i == 1 ? STORH_ENOTFOUND : 0);
+        CHECK(i == 1 || json_integer_value(json_object_get(d, "i")) == i);
+        json_decref(d);
+    }
+    json_t *d = json_pack("{si}", "i", 5);
+    char id[37];
+    int acked = seglog_put(s, NULL, d, id, NULL) == 0;
+    CHECK(!acked); /* refused: the log was poisoned */
+    json_decref(d);
+    seglog_close(s);
+    s = logkit_open(root, "midsync", 0);
+    CHECK_INT(logkit_count(s, NULL, NULL, 0), 3 + acked);
+    CHECK_INT(seglog_verify(s, &v, NULL), 0);
+    CHECK(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    seglog_close(s);
+}
+
 TEST(retention_and_time_ranges)
 {
     seglog *s = logkit_open(root, "ret", 0);
@@ -508,6 +557,7 @@ static const test_case tests[] = {
     {"unterminated_valid_line_is_not_glued_to_the_next",
      unterminated_valid_line_is_not_glued_to_the_next},
     TEST_ENTRY(bad_middle_line_loses_nothing_after_it),
+    TEST_ENTRY(repair_whose_rewrite_sync_fails_loses_nothing),
     TEST_ENTRY(retention_and_time_ranges),
     TEST_ENTRY(bulk_batches_and_partitions),
 };
