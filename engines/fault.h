@@ -7,8 +7,9 @@
  * store named events reports EIO), or only the Nth time it is asked with
  * "op:target@N". The ops: fsync (group commits), bulksync (a documents
  * bulk's commit record's directory sync), stagesync (a queue batch's
- * stage's), manifest (a log's manifest write, as a full disk); the target
- * is the store's name. */
+ * stage's), logsync (a repair's rewrite of queue.log or of a log segment),
+ * manifest (a log's manifest write, as a full disk); the target is the
+ * store's name. */
 #ifndef STORH_FAULT_H
 #define STORH_FAULT_H
 
