@@ -24,33 +24,48 @@
 
 /* ---------- manifest ---------- */
 
-static json_t *seg_json(const seg *g, bool sealed)
+/* A segment's manifest entry: the bytes sjson_encode writes for its tree
+ * ({"file","index" when sealed,"max","min","records","ordered","compacted"
+ * when so}), written without one: every roll rewrites the entry of every
+ * sealed segment, and a tree per entry made a put's cost grow with the log
+ * (11 -> 24 us a put over 50,000 puts in 16 KiB segments, on tmpfs). */
+static void seg_encode(buf *b, const seg *g, bool sealed)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "file", json_string(g->file));
-    if (sealed)
-        json_object_set_new(o, "index", json_string(g->index));
-    json_object_set_new(o, "max", g->has_minmax ? json_string(g->max) : json_null());
-    json_object_set_new(o, "min", g->has_minmax ? json_string(g->min) : json_null());
-    json_object_set_new(o, "records", json_integer(g->records));
-    json_object_set_new(o, "ordered", json_boolean(g->ordered));
+    buf_append(b, "{\"file\":", 8);
+    sjson_encode_string(b, g->file, strlen(g->file));
+    if (sealed) {
+        buf_append(b, ",\"index\":", 9);
+        sjson_encode_string(b, g->index, strlen(g->index));
+    }
+    buf_append(b, ",\"max\":", 7);
+    if (g->has_minmax)
+        sjson_encode_string(b, g->max, strlen(g->max));
+    else
+        buf_append(b, "null", 4);
+    buf_append(b, ",\"min\":", 7);
+    if (g->has_minmax)
+        sjson_encode_string(b, g->min, strlen(g->min));
+    else
+        buf_append(b, "null", 4);
+    buf_printf(b, ",\"records\":%lld,\"ordered\":%s", g->records, g->ordered ? "true" : "false");
     if (sealed && g->compacted)
-        json_object_set_new(o, "compacted", json_true());
-    return o;
+        buf_append(b, ",\"compacted\":true", 17);
+    buf_appendc(b, '}');
 }
 
 int seglog__manifest_write(seglog *s, storh_err *err)
 {
-    json_t *sealed = json_array();
-    for (size_t i = 0; i + 1 < s->nsegs; i++)
-        json_array_append_new(sealed, seg_json(&s->segs[i], true));
-    json_t *m = json_object();
-    json_object_set_new(m, "nextSegment", json_integer(s->next_segment));
-    json_object_set_new(m, "sealed", sealed);
-    json_object_set_new(m, "active", seg_json(seglog__active(s), false));
     buf b = BUF_INIT;
-    int rc = sjson_encode_doc(&b, m, 0, err);
-    json_decref(m);
+    buf_printf(&b, "{\"nextSegment\":%lld,\"sealed\":[", s->next_segment);
+    for (size_t i = 0; i + 1 < s->nsegs; i++) {
+        if (i)
+            buf_appendc(&b, ',');
+        seg_encode(&b, &s->segs[i], true);
+    }
+    buf_append(&b, "],\"active\":", 11);
+    seg_encode(&b, seglog__active(s), false);
+    buf_append(&b, "}\n", 2);
+    int rc = buf_failed(&b) ? storh_err_set(err, STORH_ENOMEM, "Out of memory.") : 0;
     char path[PATH_MAX];
     if (!rc)
         rc = fsx_pathf(path, err, "%s/manifest.jsonc", s->dir);

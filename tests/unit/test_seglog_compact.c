@@ -56,6 +56,42 @@ TEST(compaction_keeps_live_records)
     seglog_close(s);
 }
 
+/* The manifest's bytes are what sjson writes for its tree (seglog writes
+ * its entries without one), before and after a compaction. */
+static void check_manifest_canonical(const char *name)
+{
+    char *m = logkit_slurp(root, "%s/%s/manifest.jsonc", name);
+    json_error_t je;
+    json_t *t = json_loads(m, 0, &je);
+    CHECK(t != NULL);
+    buf b = BUF_INIT;
+    CHECK_INT(sjson_encode_doc(&b, t, 0, NULL), 0);
+    CHECK_STR(m, b.data);
+    buf_free(&b);
+    json_decref(t);
+    free(m);
+}
+
+TEST(manifest_is_sjson_of_its_tree)
+{
+    seglog *s = logkit_open(root, "canon", 512);
+    check_manifest_canonical("canon"); /* nothing sealed, the active empty */
+    char ids[30][37];
+    logkit_fill(s, 30, ids);
+    check_manifest_canonical("canon");
+    bool ex;
+    for (int i = 0; i < 10; i++)
+        seglog_delete(s, ids[i], &ex, NULL);
+    json_t *rep = NULL;
+    CHECK_INT(seglog_compact(s, &rep, NULL), 0);
+    json_decref(rep);
+    char *m = logkit_slurp(root, "%s/%s/manifest.jsonc", "canon");
+    CHECK(strstr(m, "\"compacted\":true") != NULL && strstr(m, "\"index\":") != NULL);
+    free(m);
+    check_manifest_canonical("canon");
+    seglog_close(s);
+}
+
 static int compact_outputs(const char *name)
 {
     char dir[PATH_MAX];
@@ -561,6 +597,7 @@ TEST(read_across_compaction_with_cursor_and_limit)
 
 static const test_case tests[] = {
     TEST_ENTRY(compaction_keeps_live_records),
+    TEST_ENTRY(manifest_is_sjson_of_its_tree),
     TEST_ENTRY(compaction_that_cannot_write_its_manifest_changes_nothing),
     TEST_ENTRY(compaction_syncs_outputs_once),
     TEST_ENTRY(compaction_crash_before_manifest_swap),
