@@ -246,6 +246,8 @@ typedef struct limit_log {
     const char *log_manifest;
     int fd, n;
     size_t size;
+    char *mbytes; /* the manifest's stand-in bytes, mcap of them */
+    size_t mcap;
 } limit_log;
 
 static void limit_segment(limit_log *l)
@@ -266,19 +268,29 @@ static void limit_segment(limit_log *l)
  * fsynced, renamed, its dir fsynced. */
 static void limit_roll(limit_log *l)
 {
-    static char bytes[64 * 1024];
-    memset(bytes, 'm', sizeof bytes);
+    static char idx[128];
+    memset(idx, 'i', sizeof idx);
     char p[PATH_MAX], tmp[PATH_MAX];
     storh_err err;
     fsx_pathf(p, NULL, "%s/seg-%06d.idx", l->segs, l->n);
-    if (fsx_write_file(p, bytes, 128, true, &err))
+    if (fsx_write_file(p, idx, sizeof idx, true, &err))
         harness_die("log limit index", &err);
     close(l->fd);
     limit_segment(l);
+    /* the whole manifest: it grows by an entry per roll (90 KiB after
+     * 50,000 puts), and a put's roll writes all of it */
     struct stat st;
     size_t mlen = stat(l->log_manifest, &st) == 0 ? (size_t)st.st_size : 1024;
-    if (mlen > sizeof bytes)
-        mlen = sizeof bytes;
+    if (mlen > l->mcap) {
+        char *m = realloc(l->mbytes, mlen);
+        if (!m)
+            harness_die("log limit manifest", NULL);
+        else
+            memset(m, 'm', mlen);
+        l->mbytes = m;
+        l->mcap = mlen;
+    }
+    const char *bytes = l->mbytes;
     fsx_pathf(p, NULL, "%s/manifest", l->dir);
     fsx_pathf(tmp, NULL, "%s/.manifest.%d.tmp", l->dir, l->n);
     if (fsx_fsync_dir(l->segs, &err) || fsx_write_file(tmp, bytes, mlen, true, &err) ||
@@ -340,6 +352,7 @@ static void put_and_limit(const harness_opts *o, seglog *s, char (*ids)[UUID7_LE
         }
     }
     close(l.fd);
+    free(l.mbytes);
     bench_add(r, "log.put", n / tput, "appends/s", "higher", "put(), fsync after every append");
     bench_add(r, "limit.log_put", n / tlim, "appends/s", "higher",
               "limit: each put's line size appended and fsynced, and the rolls of its log at "
