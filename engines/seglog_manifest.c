@@ -168,7 +168,19 @@ int seglog__open_active(seglog *s, storh_err *err)
     int rc = seglog__seg_path(s, seglog__active(s)->file, path, err);
     if (rc)
         return rc;
-    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        /* named by the manifest, not there (a roll whose directory sync
+         * failed took it back, a hand-made log): made, and its name made
+         * durable before anything appended to it can be acknowledged */
+        char dir[PATH_MAX];
+        fsx_dirname(path, dir, sizeof dir);
+        fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+        if (fd >= 0 && (rc = fsx_fsync_dir(dir, err)) != 0) {
+            close(fd);
+            return rc;
+        }
+    }
     if (fd < 0)
         return storh_err_sys(err, errno, "Could not open active segment %s", path);
     if (s->active_fd >= 0) {

@@ -12,6 +12,7 @@
 
 #include "../test.h"
 #include "../tmpdir.h"
+#include "estats.h"
 #include "frame.h"
 #include "fsx.h"
 #include "seglog.h"
@@ -290,6 +291,39 @@ TEST(repair_whose_rewrite_sync_fails_loses_nothing)
     seglog_close(s);
 }
 
+/* An active segment the manifest names but the disk lacks (a roll whose
+ * manifest's directory sync failed takes its new segment back) is made on
+ * open with its directory synced, one more directory sync than an open of
+ * the same log with the file there; what is put into it reads back. */
+TEST(a_missing_active_segment_is_made_durably)
+{
+    char p[PATH_MAX];
+    seglog *s = logkit_open(root, "noact", 0);
+    seglog_close(s);
+    snprintf(p, sizeof p, "%s/noact/manifest.jsonc", root);
+    FILE *f = fopen(p, "w");
+    fputs("{\"nextSegment\":3,\"sealed\":[],\"active\":{\"file\":\"seg-000002.ndjson\","
+          "\"max\":null,\"min\":null,\"records\":0,\"ordered\":true}}\n",
+          f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/noact/segments/seg-000002.ndjson", root);
+    uint64_t d0 = estats_get(ESTAT_FSYNC_DIR);
+    s = logkit_open(root, "noact", 0);
+    uint64_t made = estats_get(ESTAT_FSYNC_DIR) - d0;
+    CHECK(s != NULL && access(p, F_OK) == 0);
+    json_t *d = json_pack("{si}", "i", 1);
+    char id[37];
+    CHECK_INT(seglog_put(s, NULL, d, id, NULL), 0);
+    json_decref(d);
+    seglog_close(s);
+    d0 = estats_get(ESTAT_FSYNC_DIR);
+    s = logkit_open(root, "noact", 0);
+    uint64_t there = estats_get(ESTAT_FSYNC_DIR) - d0;
+    CHECK_INT((long long)made, (long long)there + 1);
+    CHECK_INT(logkit_count(s, NULL, NULL, 0), 1);
+    seglog_close(s);
+}
+
 TEST(retention_and_time_ranges)
 {
     seglog *s = logkit_open(root, "ret", 0);
@@ -558,6 +592,7 @@ static const test_case tests[] = {
      unterminated_valid_line_is_not_glued_to_the_next},
     TEST_ENTRY(bad_middle_line_loses_nothing_after_it),
     TEST_ENTRY(repair_whose_rewrite_sync_fails_loses_nothing),
+    TEST_ENTRY(a_missing_active_segment_is_made_durably),
     TEST_ENTRY(retention_and_time_ranges),
     TEST_ENTRY(bulk_batches_and_partitions),
 };
