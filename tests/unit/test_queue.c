@@ -10,6 +10,7 @@
 #include "qstage.h"
 #include "queue.h"
 #include "sjson.h"
+#include "../support/damage.h"
 #include "../support/queuekit.h"
 
 static char root[PATH_MAX];
@@ -196,13 +197,7 @@ TEST(repair_whose_rewrite_sync_fails_loses_nothing)
     queue_close(q);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/badsync/queue.log", root);
-    buf b = BUF_INIT;
-    CHECK_INT(fsx_read_all(p, &b, NULL), 0);
-    strstr(strchr(b.data, '\n') + 1, "\"a\":2")[4] = '9'; /* a bad second line */
-    FILE *f = fopen(p, "w");
-    fwrite(b.data, 1, b.len, f);
-    fclose(f);
-    buf_free(&b);
+    CHECK_INT(damage_second_line(p, "\"a\":2", '9'), 0); /* a bad second line */
     q = open_q("badsync");
     setenv("STORH_FAULT_FAIL", "logsync:badsync", 1);
     json_t *v = NULL;

@@ -20,6 +20,7 @@
 
 static char root[PATH_MAX];
 
+#include "../support/damage.h"
 #include "../support/js.h"
 #include "../support/logkit.h"
 
@@ -257,13 +258,7 @@ TEST(repair_whose_rewrite_sync_fails_loses_nothing)
     seglog_close(s);
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/midsync/segments/seg-000001.ndjson", root);
-    buf b = BUF_INIT;
-    CHECK_INT(fsx_read_all(p, &b, NULL), 0);
-    strstr(strchr(b.data, '\n') + 1, "\"i\":1")[4] = '7'; /* a bad second line */
-    FILE *f = fopen(p, "w");
-    fwrite(b.data, 1, b.len, f);
-    fclose(f);
-    buf_free(&b);
+    CHECK_INT(damage_second_line(p, "\"i\":1", '7'), 0); /* a bad second line */
     s = logkit_open(root, "midsync", 0);
     setenv("STORH_FAULT_FAIL", "logsync:midsync", 1);
     json_t *v = NULL;
