@@ -121,6 +121,17 @@ static bool move_state(seglog *s, size_t nsealed, size_t nouts, const moved *mv,
     return true;
 }
 
+/* A compaction that did not swap: its nouts outputs (and the moves) freed,
+ * their files removed (the list s has does not name them). */
+static void drop_outputs(seglog *s, seg *outs, size_t nouts, moved *mv)
+{
+    for (size_t i = 0; i < nouts; i++)
+        free(outs[i].sp);
+    free(outs);
+    free(mv);
+    seglog__remove_unreferenced(s);
+}
+
 /* Under mu + flock. */
 static int compact_locked(seglog *s, json_t **report, storh_err *err)
 {
@@ -245,21 +256,13 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
         rc = fsx_fsync_dir(dir, err);
     fault_point("seglog.compact.before_manifest");
     if (rc) {
-        for (size_t i = 0; i < nouts; i++)
-            free(outs[i].sp);
-        free(outs);
-        free(mv);
-        seglog__remove_unreferenced(s);
+        drop_outputs(s, outs, nouts, mv);
         return rc;
     }
     /* the swap: outputs replace every sealed segment; the active one stays */
     seg *n = realloc(outs, (nouts + 1) * sizeof *n);
     if (!n) {
-        for (size_t i = 0; i < nouts; i++)
-            free(outs[i].sp);
-        free(outs);
-        free(mv);
-        seglog__remove_unreferenced(s);
+        drop_outputs(s, outs, nouts, mv);
         return storh_err_set(err, STORH_ENOMEM, "Out of memory.");
     }
     n[nouts] = *seglog__active(s);
@@ -275,11 +278,7 @@ static int compact_locked(seglog *s, json_t **report, storh_err *err)
         s->manifest_st = before;
         s->segs = old;
         s->nsegs = old_n;
-        for (size_t i = 0; i < nouts; i++)
-            free(n[i].sp);
-        free(n);
-        free(mv);
-        seglog__remove_unreferenced(s);
+        drop_outputs(s, n, nouts, mv);
         return rc;
     }
     /* written (if its directory's sync failed, the next catch-up sees a
