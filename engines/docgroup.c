@@ -274,8 +274,7 @@ static int add_dir(char (*dirs)[PATH_MAX], size_t *ndirs, const char *d, uint64_
  * (STORH_FAULT_FAIL=fsync:name, as gcommit does for logs and queues). */
 static int injected(const docstore *ds, int rc, storh_err *err)
 {
-    const char *slash = strrchr(ds->dir, '/');
-    if (rc == 0 && fault_fails("fsync", slash ? slash + 1 : ds->dir))
+    if (rc == 0 && fault_fails("fsync", ds->dir))
         rc = storh_err_sys(err, EIO, "Could not sync the group's files of %s", ds->dir);
     return rc;
 }

@@ -302,8 +302,7 @@ static int jw_row(docjournal *j, jwriter *w, idmap *last, size_t i, const char *
 /* dir synced; STORH_FAULT_FAIL=bulksync:<collection> makes that fail. */
 static int sync_dir(const docjournal *j, const char *dir, storh_err *err)
 {
-    const char *coll = strrchr(j->coll, '/');
-    if (fault_fails("bulksync", coll ? coll + 1 : j->coll))
+    if (fault_fails("bulksync", j->coll))
         return storh_err_sys(err, EIO, "Could not sync directory %s", dir);
     return fsx_fsync_dir(dir, err);
 }

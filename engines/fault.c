@@ -33,6 +33,9 @@ bool fault_fails(const char *op, const char *target)
     size_t n = strlen(op);
     if (strncmp(want, op, n) != 0 || want[n] != ':')
         return false;
+    const char *slash = strrchr(target, '/');
+    if (slash) /* a store's directory: its name */
+        target = slash + 1;
     const char *t = want + n + 1, *at = strchr(t, '@');
     size_t tl = at ? (size_t)(at - t) : strlen(t);
     if (strlen(target) != tl || strncmp(t, target, tl) != 0)

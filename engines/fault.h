@@ -9,7 +9,7 @@
  * bulk's commit record's directory sync), stagesync (a queue batch's
  * stage's), logsync (a repair's rewrite of queue.log or of a log segment),
  * manifest (a log's manifest write, as a full disk); the target is the
- * store's name. */
+ * store's name, or its directory (whose last component is matched). */
 #ifndef STORH_FAULT_H
 #define STORH_FAULT_H
 

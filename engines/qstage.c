@@ -45,13 +45,6 @@ static int publish(const char *path, uint64_t off, const char *bytes, size_t len
     return rc;
 }
 
-/* The queue's name: dir's last component (STORH_FAULT_FAIL's target). */
-static const char *queue_name(const char *dir)
-{
-    const char *slash = strrchr(dir, '/');
-    return slash ? slash + 1 : dir;
-}
-
 int qstage_write(const char *dir, uint64_t off, const char *bytes, size_t len, char *path,
                  storh_err *err)
 {
@@ -61,13 +54,13 @@ int qstage_write(const char *dir, uint64_t off, const char *bytes, size_t len, c
         rc = fsx_pathf(path, err, "%s/" STAGE_PREFIX "%s", dir, hex);
     if (!rc)
         rc = publish(path, off, bytes, len, err);
-    if (!rc && fault_fails("stagesync", queue_name(dir))) /* as a failed directory sync */
+    if (!rc && fault_fails("stagesync", dir)) /* as a failed directory sync */
         rc = storh_err_sys(err, EIO, "Could not sync directory %s", dir);
     /* renamed into place before its directory's sync failed, it would be
      * rolled forward on open: a batch answered with an error must not be,
      * so it goes, durably; if it cannot, path keeps its name */
-    if (rc && path[0] && (unlink(path) == 0 || errno == ENOENT) &&
-        !fault_fails("stagesync", queue_name(dir)) && fsx_fsync_dir(dir, NULL) == 0)
+    if (rc && path[0] && (unlink(path) == 0 || errno == ENOENT) && !fault_fails("stagesync", dir) &&
+        fsx_fsync_dir(dir, NULL) == 0)
         path[0] = '\0';
     return rc;
 }

@@ -203,8 +203,7 @@ static int rewrite_without_bad(queue *q, size_t *quarantined, storh_err *err)
         buf_append(&keep, b.data + from, b.len - from);
     if (!rc)
         rc = fsx_publish(q->log, keep.data ? keep.data : "", keep.len, err);
-    const char *name = strrchr(q->dir, '/');
-    if (!rc && fault_fails("logsync", name ? name + 1 : q->dir)) /* as a failed directory sync */
+    if (!rc && fault_fails("logsync", q->dir)) /* as a failed directory sync */
         rc = storh_err_sys(err, EIO, "Could not sync directory %s", q->dir);
     buf_free(&b);
     buf_free(&keep);

@@ -211,8 +211,7 @@ int seglog_repair(seglog *s, json_t **out, storh_err *err)
             active_rewritten = active_rewritten || i == s->nsegs - 1;
             rc = fsx_publish(path, keep.data ? keep.data : "", keep.len, err);
         }
-        const char *name = strrchr(s->dir, '/');
-        if (!rc && fault_fails("logsync", name ? name + 1 : s->dir)) /* a failed dir sync */
+        if (!rc && fault_fails("logsync", s->dir)) /* a failed dir sync */
             rc = storh_err_sys(err, EIO, "Could not sync directory of %s", path);
         buf_free(&b);
         buf_free(&keep);

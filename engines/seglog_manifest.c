@@ -69,8 +69,7 @@ int seglog__manifest_write(seglog *s, storh_err *err)
     char path[PATH_MAX];
     if (!rc)
         rc = fsx_pathf(path, err, "%s/manifest.jsonc", s->dir);
-    const char *name = strrchr(s->dir, '/');
-    if (!rc && fault_fails("manifest", name ? name + 1 : s->dir)) /* as a full disk */
+    if (!rc && fault_fails("manifest", s->dir)) /* as a full disk */
         rc = storh_err_sys(err, ENOSPC, "Could not write %s", path);
     if (!rc)
         rc = fsx_publish(path, b.data, b.len, err);
