@@ -1,7 +1,8 @@
 /* test_docstore: the document store's files as storh lays them out: puts,
  * gets of hand-written and canonical files, stages, imports, streams,
- * a dead writer's temps and bulks finished on open, collections.
- * The record cache fed by writes: test_docstore_cache. */
+ * collections. A dead writer's temps and bulks finished on open, and bulks
+ * whose commit fails: test_docstore_recovery. The record cache fed by
+ * writes: test_docstore_cache. */
 #include <dirent.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -24,52 +25,12 @@
 
 static char root[PATH_MAX];
 
+#include "../support/dockit.h"
 #include "../support/js.h"
-
-static int count_files(const char *dir, const char *suffix)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
-            continue;
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        struct stat st;
-        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
-            n += count_files(p, suffix);
-        else if (strstr(de->d_name, suffix))
-            n++;
-    }
-    closedir(d);
-    return n;
-}
-
-/* An empty file at the path fmt makes (its directory there already). */
-static void touch(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void touch(const char *fmt, ...)
-{
-    char p[PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p, sizeof p, fmt, ap);
-    va_end(ap);
-    FILE *f = fopen(p, "w");
-    CHECK(f != NULL);
-    if (f)
-        fclose(f);
-}
 
 static docstore *open_store(const char *name)
 {
-    docstore *ds = NULL;
-    storh_err err;
-    if (docstore_open(root, name, &ds, &err) != 0)
-        fprintf(stderr, "open: %s\n", err.msg);
-    return ds;
+    return dockit_open(root, name);
 }
 
 TEST(put_writes_canonical_bytes_at_storh_path)
@@ -93,16 +54,16 @@ TEST(put_writes_canonical_bytes_at_storh_path)
                       "\"ctl\":\"a\\tb\\u0001\"}}\n");
     /* marker registered, no temp left behind */
     snprintf(path, sizeof path, "%s/pages/.storh/writers", root);
-    CHECK_INT(count_files(path, "."), 1);
+    CHECK_INT(dockit_count_files(path, "."), 1);
     snprintf(path, sizeof path, "%s/pages", root);
-    CHECK_INT(count_files(path, ".tmp"), 0);
+    CHECK_INT(dockit_count_files(path, ".tmp"), 0);
     CHECK_INT(docstore_put(ds, id, data, id, &existed, &err), 0);
     CHECK(existed);
     json_decref(data);
     buf_free(&b);
     docstore_close(ds);
     snprintf(path, sizeof path, "%s/pages/.storh/writers", root);
-    CHECK_INT(count_files(path, "."), 0);
+    CHECK_INT(dockit_count_files(path, "."), 0);
 }
 
 TEST(get_reads_hand_written_jsonc)
@@ -225,9 +186,9 @@ TEST(stage_abort_changes_nothing)
     snprintf(stage, sizeof stage, "%s/bulk/.storh/bulk", root);
     /* the stage's lock file, and the rows beside the records they become,
      * as names no listing takes for records */
-    CHECK_INT(count_files(stage, ""), 1);
-    CHECK_INT(count_files(dir, ".row"), 20);
-    CHECK_INT(count_files(dir, ".jsonc"), 0);
+    CHECK_INT(dockit_count_files(stage, ""), 1);
+    CHECK_INT(dockit_count_files(dir, ".row"), 20);
+    CHECK_INT(dockit_count_files(dir, ".jsonc"), 0);
     recfile_list l;
     CHECK_INT(recfile_list_open(dir, &l), 0);
     CHECK_INT(l.n, 0);
@@ -239,8 +200,8 @@ TEST(stage_abort_changes_nothing)
     CHECK_INT(docstore_iter_next(it, &got, &gd, NULL), 0);
     docstore_iter_close(it);
     docstore_stage_abort(st);
-    CHECK_INT(count_files(stage, ""), 0);
-    CHECK_INT(count_files(dir, ""), 0); /* no row left (empty shards may stay) */
+    CHECK_INT(dockit_count_files(stage, ""), 0);
+    CHECK_INT(dockit_count_files(dir, ""), 0); /* no row left (empty shards may stay) */
     /* and a commit publishes them all */
     CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
     for (int i = 0; i < 20; i++) {
@@ -251,10 +212,10 @@ TEST(stage_abort_changes_nothing)
     size_t n = 0;
     CHECK_INT(docstore_stage_commit(st, &n, NULL), 0);
     CHECK_INT(n, 20);
-    CHECK_INT(count_files(dir, ".jsonc"), 20);
-    CHECK_INT(count_files(dir, ".tmp"), 0);
-    CHECK_INT(count_files(dir, ".row"), 0);
-    CHECK_INT(count_files(stage, ""), 0); /* the stage and its commit record are gone */
+    CHECK_INT(dockit_count_files(dir, ".jsonc"), 20);
+    CHECK_INT(dockit_count_files(dir, ".tmp"), 0);
+    CHECK_INT(dockit_count_files(dir, ".row"), 0);
+    CHECK_INT(dockit_count_files(stage, ""), 0); /* the stage and its commit record are gone */
     docstore_close(ds);
 }
 
@@ -352,249 +313,6 @@ TEST(stream_order_filters_and_delete)
     CHECK_INT(n, 3);
     docstore_close(ds);
 }
-
-TEST(open_sweeps_dead_writers_temps)
-{
-    char dir[PATH_MAX], p[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/sweep/data/ab", root);
-    fsx_mkdirs(dir, false, NULL);
-    snprintf(p, sizeof p, "%s/sweep/.storh/writers", root);
-    fsx_mkdirs(p, false, NULL);
-    /* pid 0x7ffffffe is never alive */
-    touch("%s/sweep/.storh/writers/2147483646.deadbeef", root);
-    touch("%s/.2147483646.deadbeef.1.tmp", dir);
-    touch("%s/.%d.cafebabe.1.tmp", dir, (int)getpid());
-    docstore *ds = open_store("sweep");
-    CHECK_INT(count_files(dir, ".tmp"), 1); /* ours (alive) kept, the dead one gone */
-    snprintf(p, sizeof p, "%s/sweep/.storh/writers", root);
-    CHECK_INT(count_files(p, "."), 0);
-    docstore_close(ds);
-}
-
-/* A bulk whose writer died in the middle of its renames is finished by the
- * next open, except for a row another writer replaced in between (it is
- * newer), and an id written twice ends with its later row; an uncommitted
- * one is dropped, and so is one killed while writing its commit record
- * (with the record's temp). */
-TEST(open_finishes_a_dead_writers_bulk)
-{
-    enum { ROWS = 12 };
-    char ids[ROWS][UUID7_LEN + 1];
-    for (int i = 0; i < ROWS; i++)
-        CHECK_INT(uuid7_generate(ids[i], -1, NULL), 0);
-    /* 0: killed among its renames; 1: staged, never committed; 2: killed
-     * while writing its commit record (its temp is left) */
-    for (int variant = 0; variant < 3; variant++) {
-        const char *name = variant == 2 ? "dead-committing"
-                           : variant    ? "dead-uncommitted"
-                                        : "dead-committed";
-        pid_t pid = fork();
-        if (pid == 0) {
-            if (variant != 1)
-                setenv("STORH_FAULT",
-                       variant ? "docstore.bulk.committing" : "docstore.bulk.renamed@4", 1);
-            docstore *c = open_store(name);
-            docstore_stage *st;
-            char id[UUID7_LEN + 1];
-            if (!c || docstore_stage_begin(c, &st, NULL))
-                _exit(1);
-            for (int i = 0; i < ROWS; i++) {
-                json_t *d = json_pack("{si}", "bulk", i);
-                docstore_stage_put(st, ids[i == 9 ? 3 : i], d, id, NULL); /* 3 twice */
-                json_decref(d);
-            }
-            if (variant == 1) /* staged, never committed */
-                _exit(86);
-            docstore_stage_commit(st, NULL, NULL);
-            _exit(1); /* the fault point ends it before */
-        }
-        int wst = -1;
-        waitpid(pid, &wst, 0);
-        CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 86);
-        /* another writer replaces row 7 before anyone opens the collection
-         * again: this instance's open runs the recovery, so write by hand */
-        char p[PATH_MAX], d[PATH_MAX];
-        snprintf(p, sizeof p, "%s/%s/data/%.2s/%s.jsonc", root, name, ids[7] + 24, ids[7]);
-        fsx_dirname(p, d, sizeof d);
-        fsx_mkdirs(d, false, NULL);
-        char rec[128];
-        snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"data\":{\"other\":1}}\n", ids[7]);
-        FILE *f = fopen(p, "w");
-        fputs(rec, f);
-        fclose(f);
-        docstore *ds = open_store(name);
-        for (int i = 0; i < ROWS; i++) {
-            json_t *data = NULL;
-            int rc = docstore_get(ds, ids[i], &data, NULL, NULL);
-            if (i == 7) {
-                CHECK(rc == 0 && json_integer_value(json_object_get(data, "other")) == 1);
-            } else if (variant || i == 9) {
-                CHECK_INT(rc, STORH_ENOTFOUND);
-            } else { /* the later of the two rows of id 3 */
-                CHECK(rc == 0 &&
-                      json_integer_value(json_object_get(data, "bulk")) == (i == 3 ? 9 : i));
-            }
-            json_decref(data);
-        }
-        char stage[PATH_MAX];
-        snprintf(stage, sizeof stage, "%s/%s/.storh/bulk", root, name);
-        CHECK_INT(count_files(stage, ""), 0);
-        snprintf(stage, sizeof stage, "%s/%s/data", root, name);
-        CHECK_INT(count_files(stage, ".row"), 0); /* every staged row renamed or dropped */
-        docstore_close(ds);
-    }
-}
-
-/* Rows left in a shard by stages that are gone (a power cut kept a row's
- * name and lost its lock's, or an unlink failed) are removed by the next
- * open after a writer died; a live stage's rows, and a stage begun after
- * the open listed .storh/bulk, are not. */
-TEST(open_sweeps_rows_whose_stage_is_gone)
-{
-    const char *name = "orphans";
-    docstore *ds = open_store(name);
-    json_t *d = json_pack("{si}", "i", 1);
-    char id[UUID7_LEN + 1], p[PATH_MAX], shard[PATH_MAX];
-    CHECK_INT(docstore_put(ds, NULL, d, id, NULL, NULL), 0);
-    json_decref(d);
-    docstore_close(ds);
-    snprintf(shard, sizeof shard, "%s/%s/data/%.2s", root, name, id + 24);
-    /* gone: no lock file, no commit record; alive: its lock held here */
-    touch("%s/.2147483646.deadbeef.7.0.row", shard);
-    touch("%s/.2147483646.deadbeef.7.12.row", shard);
-    touch("%s/.%d.cafebabe.9.0.row", shard, (int)getpid());
-    snprintf(p, sizeof p, "%s/%s/.storh/bulk", root, name);
-    CHECK_INT(fsx_mkdirs(p, false, NULL), 0);
-    snprintf(p, sizeof p, "%s/%s/.storh/bulk/%d.cafebabe.9.lock", root, name, (int)getpid());
-    int lfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    CHECK(lfd >= 0 && flock(lfd, LOCK_EX) == 0);
-    /* no writer died: nothing is looked for */
-    ds = open_store(name);
-    CHECK_INT(count_files(shard, ".row"), 3);
-    docstore_close(ds);
-    /* a writer died (its marker stale): the gone stage's rows go */
-    touch("%s/%s/.storh/writers/2147483646.deadbeef", root, name);
-    ds = open_store(name);
-    CHECK_INT(count_files(shard, ".row"), 1);
-    CHECK_INT(count_files(shard, "cafebabe.9.0.row"), 1);
-    CHECK_INT(count_files(shard, ".jsonc"), 1);
-    docstore_close(ds);
-    close(lfd);
-}
-
-/* A bulk whose commit record was renamed into place but whose directory's
- * sync failed is refused whole. Variant 0: the record is taken back (unlinked,
- * the directory synced), then the rows dropped: an error, then no record of
- * it, no row, no stage file. 1: the same, killed after its fourth dropped row:
- * the record went first, so the next open finds nothing to roll forward in
- * part. 2: every sync fails, so the record's removal is not durable: the
- * stage is left whole, the collection refuses writes, and the next open
- * drops it whole (its record is gone). */
-TEST(bulk_whose_commit_sync_fails_is_refused_whole)
-{
-    enum { ROWS = 12 };
-    static const char *const names[3] = {"commit-sync", "commit-sync-crash", "commit-sync-keep"};
-    for (int variant = 0; variant < 3; variant++) {
-        const char *name = names[variant];
-        char ids[ROWS][UUID7_LEN + 1], p[PATH_MAX];
-        for (int i = 0; i < ROWS; i++)
-            CHECK_INT(uuid7_generate(ids[i], -1, NULL), 0);
-        pid_t pid = variant == 1 ? fork() : 0;
-        if (pid == 0) {
-            char fail[64];
-            snprintf(fail, sizeof fail, "bulksync:%s%s", name, variant == 2 ? "" : "@1");
-            setenv("STORH_FAULT_FAIL", fail, 1);
-            if (variant == 1)
-                setenv("STORH_FAULT", "docstore.bulk.dropped@4", 1);
-            docstore *c = open_store(name);
-            docstore_stage *st;
-            char id[UUID7_LEN + 1];
-            CHECK(c != NULL && docstore_stage_begin(c, &st, NULL) == 0);
-            for (int i = 0; i < ROWS; i++) {
-                json_t *d = json_pack("{si}", "bulk", i);
-                CHECK_INT(docstore_stage_put(st, ids[i], d, id, NULL), 0);
-                json_decref(d);
-            }
-            storh_err err = {0};
-            size_t written = 99;
-            int rc = docstore_stage_commit(st, &written, &err);
-            if (variant == 1)
-                _exit(1); /* the fault point ends it before */
-            unsetenv("STORH_FAULT_FAIL");
-            CHECK(rc != 0 && strstr(err.msg, "sync") != NULL);
-            CHECK_INT((int)written, 0);
-            json_t *d = json_pack("{si}", "after", 1);
-            CHECK_INT(docstore_put(c, NULL, d, id, NULL, NULL) == 0, variant == 0);
-            json_decref(d);
-            snprintf(p, sizeof p, "%s/%s/data", root, name);
-            CHECK_INT(count_files(p, ".row"), variant == 2 ? ROWS : 0);
-            docstore_close(c);
-        } else {
-            int wst = -1;
-            waitpid(pid, &wst, 0);
-            CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 86);
-            snprintf(p, sizeof p, "%s/%s/data", root, name);
-            CHECK(count_files(p, ".row") > 0); /* killed while dropping them */
-        }
-        docstore *ds = open_store(name);
-        for (int i = 0; i < ROWS; i++) {
-            json_t *data = NULL;
-            CHECK_INT(docstore_get(ds, ids[i], &data, NULL, NULL), STORH_ENOTFOUND);
-            json_decref(data);
-        }
-        snprintf(p, sizeof p, "%s/%s/data", root, name);
-        CHECK_INT(count_files(p, ".row"), 0);
-        CHECK_INT(count_files(p, ".jsonc"), variant == 0); /* the put after it */
-        snprintf(p, sizeof p, "%s/%s/.storh/bulk", root, name);
-        CHECK_INT(count_files(p, ""), 0);
-        docstore_close(ds);
-    }
-}
-
-/* A bulk staged and committed by a build that kept its rows under
- * .storh/bulk/rows/<shard>/ (its commit record names no "staged"), its
- * writer dead among the renames: the next open finishes it from there. */
-TEST(open_finishes_a_bulk_staged_the_old_way)
-{
-    const char *name = "old-stage", *stage = "2147483646.deadbeef.1";
-    char ids[3][UUID7_LEN + 1], p[PATH_MAX], d[PATH_MAX];
-    for (int i = 0; i < 3; i++)
-        CHECK_INT(uuid7_generate(ids[i], -1, NULL), 0);
-    buf j = BUF_INIT;
-    buf_append(&j, "{\"rows\":[", 9);
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s/.storh/bulk/rows/%.2s/%s.%d", root, name, ids[i] + 24, stage,
-                 i);
-        fsx_dirname(p, d, sizeof d);
-        CHECK_INT(fsx_mkdirs(d, false, NULL), 0);
-        FILE *f = fopen(p, "w");
-        fprintf(f, "{\"id\":\"%s\",\"data\":{\"old\":%d}}\n", ids[i], i);
-        fclose(f);
-        struct stat st;
-        CHECK_INT(stat(p, &st), 0);
-        buf_printf(&j, "%s[\"data/%.2s/%s.jsonc\",null,%lld]", i ? "," : "", ids[i] + 24, ids[i],
-                   (long long)st.st_ino);
-    }
-    buf_append(&j, "]}", 2);
-    snprintf(p, sizeof p, "%s/%s/.storh/bulk/%s.journal.jsonc", root, name, stage);
-    FILE *f = fopen(p, "w");
-    fwrite(j.data, 1, j.len, f);
-    fclose(f);
-    buf_free(&j);
-    touch("%s/%s/.storh/bulk/%s.lock", root, name, stage);
-    docstore *ds = open_store(name);
-    CHECK(ds != NULL);
-    for (int i = 0; i < 3; i++) {
-        json_t *data = NULL;
-        CHECK_INT(docstore_get(ds, ids[i], &data, NULL, NULL), 0);
-        CHECK_INT(json_integer_value(json_object_get(data, "old")), i);
-        json_decref(data);
-    }
-    snprintf(p, sizeof p, "%s/%s/.storh/bulk", root, name);
-    CHECK_INT(count_files(p, ""), 0);
-    docstore_close(ds);
-}
-
 /* An exported line (the canonical record of its id) imported into a plain
  * collection becomes its record file byte for byte without a decode; with
  * a schema or an index it is decoded, validated and indexed as any row. */
@@ -664,68 +382,6 @@ TEST(import_of_canonical_lines_is_schema_and_index_checked)
     buf_free(&got);
     docstore_close(ds);
 }
-
-/* A dead writer's committed bulk over records that exist (its commit
- * record holds what each record path held, found through the shard
- * directories' descriptors) is finished on open: the rows whose records
- * nobody touched since land, the one another writer replaced keeps theirs. */
-TEST(open_finishes_a_dead_writers_bulk_over_existing_records)
-{
-    enum { ROWS = 8 };
-    const char *name = "dead-over-existing";
-    char ids[ROWS][UUID7_LEN + 1];
-    docstore *ds = open_store(name);
-    CHECK(ds != NULL);
-    for (int i = 0; i < ROWS; i++) {
-        json_t *d = json_pack("{si}", "old", i);
-        CHECK_INT(docstore_put(ds, NULL, d, ids[i], NULL, NULL), 0);
-        json_decref(d);
-    }
-    docstore_close(ds);
-    pid_t pid = fork();
-    if (pid == 0) {
-        setenv("STORH_FAULT", "docstore.bulk.renamed@2", 1);
-        docstore *c = open_store(name);
-        docstore_stage *st;
-        char id[UUID7_LEN + 1];
-        if (!c || docstore_stage_begin(c, &st, NULL))
-            _exit(1);
-        for (int i = 0; i < ROWS; i++) {
-            json_t *d = json_pack("{si}", "bulk", i);
-            docstore_stage_put(st, ids[i], d, id, NULL);
-            json_decref(d);
-        }
-        docstore_stage_commit(st, NULL, NULL);
-        _exit(1); /* the fault point ends it before */
-    }
-    int wst = -1;
-    waitpid(pid, &wst, 0);
-    CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 86);
-    /* another writer replaces row 5 (not renamed yet) before the open */
-    char p[PATH_MAX], rec[128], tmp[PATH_MAX];
-    snprintf(p, sizeof p, "%s/%s/data/%.2s/%s.jsonc", root, name, ids[5] + 24, ids[5]);
-    snprintf(tmp, sizeof tmp, "%s.other", p);
-    snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"data\":{\"other\":1}}\n", ids[5]);
-    FILE *f = fopen(tmp, "w");
-    fputs(rec, f);
-    fclose(f);
-    CHECK_INT(rename(tmp, p), 0);
-    ds = open_store(name);
-    for (int i = 0; i < ROWS; i++) {
-        json_t *data = NULL;
-        CHECK_INT(docstore_get(ds, ids[i], &data, NULL, NULL), 0);
-        if (i == 5)
-            CHECK_INT(json_integer_value(json_object_get(data, "other")), 1);
-        else
-            CHECK_INT(json_integer_value(json_object_get(data, "bulk")), i);
-        json_decref(data);
-    }
-    char stage[PATH_MAX];
-    snprintf(stage, sizeof stage, "%s/%s/.storh/bulk", root, name);
-    CHECK_INT(count_files(stage, ""), 0);
-    docstore_close(ds);
-}
-
 /* fsx_mkdirs goes up to the deepest directory that exists, then down:
  * every missing level made, existing ones fine, a file on the way an
  * error that makes nothing. */
@@ -835,13 +491,7 @@ static const test_case tests[] = {
     TEST_ENTRY(stage_abort_changes_nothing),
     TEST_ENTRY(import_rows_follow_storh),
     TEST_ENTRY(stream_order_filters_and_delete),
-    TEST_ENTRY(open_sweeps_dead_writers_temps),
-    TEST_ENTRY(open_finishes_a_dead_writers_bulk),
-    TEST_ENTRY(open_finishes_a_bulk_staged_the_old_way),
-    TEST_ENTRY(open_sweeps_rows_whose_stage_is_gone),
-    TEST_ENTRY(bulk_whose_commit_sync_fails_is_refused_whole),
     TEST_ENTRY(collections_are_the_name_dirs_with_data),
-    TEST_ENTRY(open_finishes_a_dead_writers_bulk_over_existing_records),
     TEST_ENTRY(mkdirs_makes_every_missing_level),
     TEST_ENTRY(import_of_canonical_lines_is_schema_and_index_checked),
 };
