@@ -290,29 +290,6 @@ static int rline_cmp(const void *a, const void *b)
     return strcmp(((const rline *)a)->sort, ((const rline *)b)->sort);
 }
 
-static int remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d)
-        return errno == ENOENT ? 0 : -1;
-    struct dirent *de;
-    int rc = 0;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char p[PATH_MAX];
-        if (fsx_pathf(p, NULL, "%s/%s", path, de->d_name))
-            continue;
-        struct stat st;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-            rc |= remove_tree(p);
-        else if (unlink(p) != 0)
-            rc = -1;
-    }
-    closedir(d);
-    return rmdir(path) == 0 ? rc : -1;
-}
-
 static int str_ptr_cmp(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -401,6 +378,8 @@ static int write_buckets(docindex_build *b, pubset *set, bool fs, storh_err *err
             char p[PATH_MAX];
             int rc = compound ? docindex_compound_path(ix, l, r, e->key, p, err)
                               : docindex_eq_path(ix, g->name, e->key, p, err);
+            if (!rc)
+                rc = docindex_swap_path(ix, p, err);
             if (!rc && k == 0) { /* with syncfs, its commit makes new dirs durable */
                 char dir[PATH_MAX];
                 fsx_dirname(p, dir, sizeof dir);
@@ -462,16 +441,13 @@ static json_t *buckets_json(const docindex_build *b, bool compound)
 int docindex_build_finish(docindex_build *b, bool save_defs, storh_err *err)
 {
     docindex *ix = b->ix;
-    char entries[PATH_MAX];
     /* every file of the build made durable together (pubset.h): one
      * syncfs before the renames and one after, where syncfs serves; it
-     * makes the directories made here durable too */
+     * makes the directories made here durable too. The build is written
+     * beside the live entries (which keep serving until it is whole) and
+     * swapped in (docindex_swap.c). */
     bool fs = docgroup_default_mode() != DOCGROUP_SYNC_EACH;
-    int rc = fsx_pathf(entries, err, "%s/entries", ix->dir);
-    if (!rc && remove_tree(entries) != 0)
-        rc = storh_err_sys(err, errno, "Could not clear %s", entries);
-    if (!rc)
-        rc = fsx_mkdirs(entries, !fs, err);
+    int rc = docindex_swap_begin(ix, !fs, err);
     pubset *set = NULL;
     if (!rc)
         rc = pubset_begin(ix->dir, fs, &set, err);
@@ -498,6 +474,8 @@ int docindex_build_finish(docindex_build *b, bool save_defs, storh_err *err)
         char p[PATH_MAX];
         char dir[PATH_MAX];
         rc = docindex_range_path(ix, ix->defs[i].field, ".jsonl", p, err);
+        if (!rc)
+            rc = docindex_swap_path(ix, p, err);
         if (!rc) {
             fsx_dirname(p, dir, sizeof dir);
             rc = fsx_mkdirs(dir, !fs, err);
@@ -511,25 +489,26 @@ int docindex_build_finish(docindex_build *b, bool save_defs, storh_err *err)
         if (!rc)
             rc = docindex_range_path(ix, ix->defs[i].field, ".idx.jsonc", p, err);
         if (!rc)
+            rc = docindex_swap_path(ix, p, err);
+        if (!rc)
             rc = pubset_add(set, p, ib.data, ib.len, err);
         json_decref(idx);
         buf_free(&ib);
         buf_free(&main);
     }
-    if (!rc && save_defs) { /* added last: renamed after every entry */
-        buf mb = BUF_INIT;
-        char p[PATH_MAX];
-        rc = docindex_manifest_encode(ix, &mb, p, err);
-        if (!rc)
-            rc = pubset_add(set, p, mb.data, mb.len, err);
-        buf_free(&mb);
-    }
     if (!rc)
         rc = pubset_commit(set, err);
     else
         pubset_abort(set);
+    if (!rc)
+        rc = docindex_swap_in(ix, err);
+    else
+        docindex_swap_drop(ix); /* the failed build's files */
+    /* the definitions after their entries: a crash or a failure between
+     * leaves entries no definition names yet (a superset: definitions are
+     * only ever added), never a definition without its entries */
     if (!rc && save_defs)
-        docindex_manifest_saved(ix);
+        rc = docindex_save(ix, err);
     docindex_build_abort(b);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* docindex_int: what the files of the docindex module share (docindex.c
  * keys, definitions and paths; docindex_files.c equality and range files;
  * docindex_write.c maintenance; docindex_lookup.c lookups; docindex_build.c
- * rebuild and verify). Nothing outside them includes it. */
+ * rebuild and verify; docindex_swap.c the rebuild's tree). Nothing outside
+ * them includes it. */
 #ifndef STORH_DOCINDEX_INT_H
 #define STORH_DOCINDEX_INT_H
 
@@ -30,6 +31,16 @@ int docindex_compound_path(const docindex *ix, const char *l, const char *r, con
                            char *out, storh_err *err);
 int docindex_range_path(const docindex *ix, const char *field, const char *suffix, char *out,
                         storh_err *err);
+
+/* A rebuild's tree, written beside the live entries/ and swapped in whole
+ * (docindex_swap.c). begin clears what a crashed build left there and
+ * makes it anew; path moves p, a path under entries/ as the functions above
+ * make it, to the same place in the build's tree; in swaps the complete,
+ * durable tree in and removes the old one; drop removes a failed build's. */
+int docindex_swap_begin(const docindex *ix, bool sync_parents, storh_err *err);
+int docindex_swap_path(const docindex *ix, char *p, storh_err *err);
+int docindex_swap_in(const docindex *ix, storh_err *err);
+void docindex_swap_drop(const docindex *ix);
 
 /* Equality and compound entry files. */
 int docindex_read_entry(const char *path, const char *key, json_t **ids, long long *count,

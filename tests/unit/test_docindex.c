@@ -674,12 +674,13 @@ TEST(query_answer_is_the_query_encoded)
     docstore_close(ds);
 }
 
-/* A define that rebuilds publishes its manifest with the entries, renamed
- * last: killed before any of the three renames (two entry files, then the
- * manifest), the store has no definitions (a reader never sees them before
- * their entries), its queries scan, and the define done again builds. */
+/* A define that rebuilds publishes its manifest after the entries: killed
+ * before either entry file's rename or once the new tree is swapped in, the
+ * store has no definitions (a reader never sees them before their
+ * entries), its queries scan, and the define done again builds. */
 TEST(define_cut_by_a_crash_leaves_no_definitions)
 {
+    static const char *const cuts[] = {"pubset.rename@1", "pubset.rename@2", "docindex.swapped"};
     for (int cut = 1; cut <= 3; cut++) {
         char name[16];
         snprintf(name, sizeof name, "cut%d", cut);
@@ -689,9 +690,7 @@ TEST(define_cut_by_a_crash_leaves_no_definitions)
         docstore_close(ds);
         pid_t pid = fork();
         if (pid == 0) {
-            char at[32];
-            snprintf(at, sizeof at, "pubset.rename@%d", cut);
-            setenv("STORH_FAULT", at, 1);
+            setenv("STORH_FAULT", cuts[cut - 1], 1);
             docstore *c = open_store(name, "{\"fields\":[{\"field\":\"kind\"}]}");
             docstore_close(c);
             _exit(0); /* the fault point was not reached */
