@@ -216,10 +216,22 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
     rc = gcommit_check(&q->gc, err);
     if (!rc)
         rc = queue__sync_log(q, err);
+    q->spill_on = !staged && !rc;
+    q->spilled = 0;
+    q->spill_err = 0;
+    q->head_set = false;
     if (!rc)
         rc = fn(q, arg, &lines, err);
+    q->spill_on = false;
+    if (!rc && q->spill_err)
+        rc = storh_err_sys(err, q->spill_err, "Could not append to log queue file.");
     if (!rc && buf_failed(&lines))
         rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
+    /* a failed operation's spilled lines cut away; when they cannot be,
+     * the file takes no more writes (a reopen cuts them as a torn tail,
+     * or applies whole events no one was told of, as after a crash) */
+    if (rc && q->spilled && ftruncate(q->fd, (off_t)q->consumed) != 0)
+        gcommit_poison(&q->gc, errno);
     char stage[PATH_MAX] = "";
     if (!rc && staged && lines.len &&
         memchr(lines.data, '\n', lines.len) != lines.data + lines.len - 1)
@@ -229,7 +241,7 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
     if (stage[0])
         fault_point("queue.batch.staged");
     if (!rc && lines.len) {
-        size_t done = 0;
+        size_t done = q->spilled;
         while (!rc && done < lines.len) {
             ssize_t w = write(q->fd, lines.data + done, lines.len - done);
             if (w < 0 && errno == EINTR)
@@ -255,6 +267,8 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
             else
                 queue__apply_bytes(q, &q->st, lines.data, q->consumed, lines.len, &q->lines, true);
             q->consumed += lines.len;
+            if (q->head_set) /* (applying claims moves no order entry) */
+                q->st.head = q->head_next;
             t = gcommit_written(&q->gc, q->consumed);
         }
     }
@@ -431,7 +445,10 @@ int queue__claim_each(queue *q, buf *lines, size_t limit, queue_claim_fn fn, voi
         queue__event(q, lines, "claim", id, NULL, ts, false, j);
         ++*n;
     }
-    s->head = i; /* entries before i are claimed now, or stale */
+    /* entries before i are claimed now, or stale, once the claim's lines
+     * are written */
+    q->head_set = true;
+    q->head_next = i;
     return 0;
 }
 

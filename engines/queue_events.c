@@ -6,9 +6,12 @@
  * of those lines would (queue_state.c), without decoding them again. */
 #include "queue.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "estats.h"
@@ -173,6 +176,8 @@ void queue__event_end(queue *q, buf *lines, const char *op, const char *id, int6
         frame_encode(lines, e->data, e->len);
     q->nevents++;
     own_note(q, op, id, ts, done, payload, keyed, raw, rawlen, NULL, off, lines->len - off);
+    if (lines->len - q->spilled >= QUEUE_SPILL)
+        queue__spill(q, lines);
 }
 
 /* Appends one event line without a payload (claim, complete, requeue,
@@ -207,6 +212,28 @@ void queue__event(queue *q, buf *lines, const char *op, const char *id, const ch
     frame_encode(lines, js, (size_t)(p - js));
     q->nevents++;
     own_note(q, op, id, ts, done, NULL, false, NULL, 0, job_of, off, lines->len - off);
+    if (lines->len - q->spilled >= QUEUE_SPILL)
+        queue__spill(q, lines);
+}
+
+void queue__spill(queue *q, const buf *lines)
+{
+    if (!q->spill_on || q->spill_err || lines->oom || lines->len - q->spilled < QUEUE_SPILL)
+        return;
+    size_t from = q->spilled;
+    while (q->spilled < lines->len) {
+        ssize_t w = write(q->fd, lines->data + q->spilled, lines->len - q->spilled);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            q->spill_err = errno;
+            return;
+        }
+        q->spilled += (size_t)w;
+    }
+    /* a hint: the fsync at the end is what makes them durable */
+    (void)sync_file_range(q->fd, (off_t)(q->consumed + from), (off_t)(q->spilled - from),
+                          SYNC_FILE_RANGE_WRITE);
 }
 
 /* Whether v decodes from its sjson encoding as an equal tree (same types,

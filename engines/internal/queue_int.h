@@ -86,6 +86,16 @@ struct queue {
     buf ev;    /* scratch: the event being encoded */
     buf batch; /* an operation's lines: the last one's memory, kept (up to
                 * QUEUE_BATCH_KEEP bytes) for the next; used under mu */
+    /* the running operation's lines already appended to queue.log while it
+     * encodes the rest (queue__spill; an unstaged one only), and the errno
+     * of a spill that failed */
+    bool spill_on;
+    size_t spilled;
+    int spill_err;
+    /* a claim's new st.head, taken once its lines are written (a claim
+     * that fails leaves the jobs it picked where the next one looks) */
+    bool head_set;
+    size_t head_next;
     /* the text of the latest event ts (a batch's events share theirs) */
     int64_t ts_of;
     char ts_text[24];
@@ -157,6 +167,16 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
 void queue__event_begin(queue *q, const char *op, const char *id);
 void queue__event_end(queue *q, buf *lines, const char *op, const char *id, int64_t ts, bool done,
                       json_t *payload, bool keyed, const char *raw, size_t rawlen);
+/* An unstaged operation's lines are appended to queue.log every
+ * QUEUE_SPILL bytes while it encodes the rest, and their writeback
+ * started (sync_file_range), so that a large claim or complete has the disk
+ * write them while its CPU works: its fsync at the end then waits for
+ * what is left. Called after each event; nothing when the operation is
+ * staged (its stage must be durable before the log takes a byte). A
+ * failure is kept in spill_err: the operation fails, and what it appended
+ * is cut away (with_lock_staged). */
+#define QUEUE_SPILL ((size_t)256 << 10)
+void queue__spill(queue *q, const buf *lines);
 /* One event without a payload (claim, complete, requeue, purge), with the
  * JSON fields extra (or NULL) before ts, framed into lines and noted; j:
  * the job of id, which the operation found (event_fields.hint). */

@@ -1,9 +1,12 @@
 /* test_queue_faults: a queue across crashes and failures: a torn tail and
  * a bad line in the middle, repair (and a repair whose rewrite's sync
  * fails), batches staged for all or nothing rolled forward whole, and a
- * batch whose stage's sync fails. The queue's events and states:
+ * batch whose stage's sync fails, a large claim whose lines cannot all be
+ * appended. The queue's events and states:
  * test_queue. */
 #include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -249,11 +252,59 @@ TEST(batch_whose_stage_sync_fails_is_not_rolled_forward)
     }
 }
 
+/* A claim of thousands of jobs appends its lines while it encodes the rest
+ * (queue__spill). When the file takes no more (RLIMIT_FSIZE here, a full
+ * disk in life), the claim fails whole: what it appended is cut away,
+ * nothing is claimed, and the same claim later succeeds and replays. */
+TEST(large_claim_whose_append_fails_changes_nothing)
+{
+    enum { JOBS = 6000 };
+    queue *q = open_q("spill");
+    json_t *jobs = json_array(), *ids = NULL;
+    for (int i = 0; i < JOBS; i++)
+        json_array_append_new(jobs, json_pack("{si}", "n", i));
+    CHECK_INT(queue_enqueue_many(q, jobs, &ids, NULL), 0);
+    json_decref(jobs);
+    json_decref(ids);
+    char *before = queuekit_log(root, "spill");
+    size_t size = strlen(before);
+    struct rlimit was, small;
+    CHECK_INT(getrlimit(RLIMIT_FSIZE, &was), 0);
+    small = was;
+    small.rlim_cur = size + 100000; /* the claim's lines are about 700 kB */
+    signal(SIGXFSZ, SIG_IGN);
+    CHECK_INT(setrlimit(RLIMIT_FSIZE, &small), 0);
+    buf out = BUF_INIT;
+    size_t n = 0;
+    storh_err err = {0};
+    int rc = queue_claim_bytes(q, JOBS, &out, &n, &err);
+    CHECK_INT(setrlimit(RLIMIT_FSIZE, &was), 0);
+    CHECK(rc != 0);
+    CHECK(strstr(err.msg, "append") != NULL);
+    CHECK_INT((long)n, 0);
+    CHECK_INT((long)out.len, 0);
+    char *after = queuekit_log(root, "spill");
+    CHECK_STR(after, before);
+    CHECK_INT(queuekit_count(q, "pending"), JOBS);
+    CHECK_INT(queuekit_count(q, "processing"), 0);
+    CHECK_INT(queue_claim_bytes(q, JOBS, &out, &n, NULL), 0);
+    CHECK_INT((long)n, JOBS);
+    queue_close(q);
+    q = open_q("spill");
+    CHECK_INT(queuekit_count(q, "pending"), 0);
+    CHECK_INT(queuekit_count(q, "processing"), JOBS);
+    queue_close(q);
+    buf_free(&out);
+    free(before);
+    free(after);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(torn_tail_and_bad_middle_line),
     TEST_ENTRY(repair_whose_rewrite_sync_fails_loses_nothing),
     TEST_ENTRY(staged_batches_roll_forward),
     TEST_ENTRY(batch_whose_stage_sync_fails_is_not_rolled_forward),
+    TEST_ENTRY(large_claim_whose_append_fails_changes_nothing),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
