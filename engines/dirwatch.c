@@ -9,9 +9,10 @@
  * passes only manifests and segments); slots of one dir with different
  * filters share the kernel's watch. Events are queued by the writer's own
  * rename(), unlink() or write() before it returns, so one read at the
- * start of a lookup sees every change that returned before it began. What it cannot see: a
- * directory above the watched one renamed (storh and storhd never rename
- * them). */
+ * start of a lookup sees every change that returned before it began.
+ * What it cannot see: a directory above the watched one renamed (an index
+ * rebuild swaps entries/ above the entry dirs: docindex_mem.c watches the
+ * dir that holds it for that). */
 #include "dirwatch.h"
 
 #include <errno.h>

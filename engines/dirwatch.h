@@ -5,7 +5,8 @@
  * index's entry cache (docindex_mem.c: an entry file is replaced by a
  * rename into its directory, or unlinked, or its directory removed by a
  * rebuild, and each of these queues an event before the writer's call
- * returns) and by the logs' watch (logwatch.h). Thread-safe (one mutex). */
+ * returns; a rebuild's swap of the tree above is seen by a watch on the
+ * dir that holds it) and by the logs' watch (logwatch.h). Thread-safe (one mutex). */
 #ifndef STORH_DIRWATCH_H
 #define STORH_DIRWATCH_H
 

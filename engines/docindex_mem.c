@@ -79,6 +79,12 @@ struct docindex_mem {
     docindex_range *ranges[MEM_RANGES];
     mdir dirs[MEM_DIRS];
     size_t ndirs;
+    /* the indexes dir's watch, over the names entries/ and the rebuild's
+     * tree beside it (docindex_swap.c), and its stamp when the entry dirs'
+     * watches were last known to watch what stands at their paths */
+    dirwatch *root;
+    uint64_t root_seen;
+    bool root_never; /* it cannot be watched (as MDIR_NEVER) */
 };
 
 static dix_ids empty_ids = {.refs = 1};
@@ -144,6 +150,7 @@ void docindex_mem_free(docindex_mem *m)
         dirwatch_release(m->dirs[i].w);
         free(m->dirs[i].path);
     }
+    dirwatch_release(m->root);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -323,17 +330,48 @@ static mdir *dir_of(docindex_mem *m, const char *path, bool add)
     return d;
 }
 
+static bool entries_names(const char *name)
+{
+    return !strcmp(name, "entries") || !strcmp(name, ".entries.swap");
+}
+
 /* Under mu: the stamp of the watch over path's directory (armed first if
  * it is not, or again if it died), 0 when there is none (watches off, the
- * dir absent or not watchable, the table full): then every lookup stats. */
-static uint64_t dir_stamp(docindex_mem *m, const char *path)
+ * dir absent or not watchable, the table full): then every lookup stats.
+ * A watch follows its dir's inode, and a rebuild moves the whole entries/
+ * tree above the entry dirs (swapped for a new one, docindex_swap.c, or
+ * removed by storh) without an event in any of them: the indexes dir's
+ * watch sees that move, and then every entry dir's watch is let go, to be
+ * armed again on what stands at its path now. Without that watch, 0. */
+static uint64_t dir_stamp(docindex_mem *m, const char *ixdir, const char *path)
 {
-    mdir *d = dir_of(m, path, true);
-    if (!d)
+    if (!m->root && !m->root_never) {
+        m->root = dirwatch_add(ixdir, entries_names);
+        m->root_seen = 0; /* armed now: nothing known of the moves before */
+        m->root_never = !m->root && errno != ENOENT && errno != ENOTDIR;
+    }
+    if (!m->root)
         return 0;
-    uint64_t st = d->w ? dirwatch_stamp(d->w) : 0;
-    if (st || d->state != MDIR_RETRY)
-        return st;
+    mdir *d = dir_of(m, path, true);
+    dirwatch *ws[2] = {m->root, d ? d->w : NULL};
+    uint64_t st[2] = {0, 0};
+    dirwatch_stamps(ws, ws[1] ? 2 : 1, st); /* one drain for both */
+    if (!st[0] || st[0] != m->root_seen) {
+        for (size_t i = 0; i < m->ndirs; i++) {
+            dirwatch_release(m->dirs[i].w);
+            m->dirs[i].w = NULL;
+            m->dirs[i].state = MDIR_RETRY;
+        }
+        st[1] = 0;
+        if (!st[0]) { /* the indexes dir moved or gone: armed again next time */
+            dirwatch_release(m->root);
+            m->root = NULL;
+            return 0;
+        }
+        m->root_seen = st[0];
+    }
+    if (!d || st[1] || d->state != MDIR_RETRY)
+        return st[1];
     /* not watched, or its dir went away: watch what stands there now */
     dirwatch_release(d->w);
     d->w = dirwatch_add(d->path, NULL);
@@ -411,7 +449,7 @@ int docindex_entry_ids(docindex *ix, const char *path, const char *key, dix_ids 
         /* the watch's stamp before the stat: an entry validated at it is
          * fresh until an event in its directory moves it on */
         pthread_mutex_lock(&m->mu);
-        stamp = dir_stamp(m, path);
+        stamp = dir_stamp(m, ix->dir, path);
         mnode *n = stamp ? find(m, name, nl, h) : NULL;
         if (n && n->stamp == stamp) {
             atomic_fetch_add_explicit(&t_watched, 1, memory_order_relaxed);

@@ -93,9 +93,12 @@ int docindex_swap_path(const docindex *ix, char *p, storh_err *err)
 }
 
 /* One atomic exchange where the filesystem has it, so every reader sees the
- * old tree or the new one, whole; else (EINVAL: FUSE, NFS) the old tree
- * removed and the new one renamed in, a crash between the two leaving no
- * entries until the next rebuild. */
+ * old tree or the new one, whole; else (EINVAL: FUSE, NFS; EXDEV: an
+ * overlayfs lower dir) the old tree removed and the new one renamed in, a
+ * crash between the two leaving no entries until the next rebuild. Other
+ * processes' entry caches see the move of entries/ (docindex_mem.c). When
+ * the directory's fsync fails, the old tree stays at swap (the next build
+ * clears it): after a crash either tree may stand, each whole. */
 int docindex_swap_in(const docindex *ix, storh_err *err)
 {
     char entries[PATH_MAX], swap[PATH_MAX];
@@ -105,7 +108,7 @@ int docindex_swap_in(const docindex *ix, storh_err *err)
     if (rc)
         return rc;
     if (renameat2(AT_FDCWD, swap, AT_FDCWD, entries, RENAME_EXCHANGE) != 0) {
-        if (errno != ENOENT && errno != EINVAL && errno != ENOSYS)
+        if (errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != EXDEV)
             return storh_err_sys(err, errno, "Could not swap in the rebuilt %s", entries);
         if (errno != ENOENT && (rc = clear(entries, err)))
             return rc;
@@ -114,7 +117,8 @@ int docindex_swap_in(const docindex *ix, storh_err *err)
     }
     fault_point("docindex.swapped");
     rc = fsx_fsync_dir(ix->dir, err);
-    (void)clear(swap, NULL); /* a leftover is cleared by the next build */
+    if (!rc)
+        (void)clear(swap, NULL); /* a leftover is cleared by the next build */
     return rc;
 }
 

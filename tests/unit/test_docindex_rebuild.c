@@ -11,6 +11,7 @@
 #include "../tmpdir.h"
 #include "docstore.h"
 #include "fsx.h"
+#include "query.h"
 
 static char root[PATH_MAX];
 
@@ -142,10 +143,66 @@ TEST(next_rebuild_removes_a_leftover_tree)
     docstore_close(ds);
 }
 
+/* The records whose slug is slug, by a query the index answers. */
+static long slug_count(docstore *ds, const char *slug)
+{
+    char body[128];
+    snprintf(body, sizeof body, "{\"where\":[{\"field\":\"slug\",\"op\":\"eq\",\"value\":\"%s\"}]}",
+             slug);
+    json_t *b = js(body), *out = NULL;
+    query q;
+    long n = -1;
+    if (query_parse(b, &q, NULL) == 0) {
+        if (docstore_query(ds, &q, &out, NULL) == 0)
+            n = (long)json_array_size(json_object_get(out, "records"));
+        query_free(&q);
+    }
+    json_decref(out);
+    json_decref(b);
+    return n;
+}
+
+/* This process has cached the absence of a unique value's entry (validated
+ * by the watch over its dir) when another storhd process rebuilds and is
+ * killed right after it swapped its tree in. The watch stays on the old
+ * dir, now beside the entries, and sees nothing more: a cache trusting it
+ * would miss the value once written, and let a second record take it. The
+ * swap is seen by the watch over the indexes dir. */
+TEST(other_process_swap_is_seen_by_the_entry_cache)
+{
+    docstore *ds = indexed_store("seen", 1);
+    CHECK_INT(slug_count(ds, "z"), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("STORH_FAULT", "docindex.swapped", 1);
+        docstore *k = dockit_open(root, "seen");
+        if (k)
+            docstore_reindex(k, NULL, NULL);
+        _exit(0);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 86);
+    json_t *d = js("{\"slug\":\"z\"}");
+    char id[37];
+    storh_err err;
+    CHECK_INT(docstore_put(ds, NULL, d, id, NULL, NULL), 0);
+    CHECK_INT(slug_count(ds, "z"), 1);
+    CHECK_INT(docstore_put(ds, NULL, d, id, NULL, &err), STORH_ECONFLICT);
+    docstore_stage *st;
+    CHECK_INT(docstore_stage_begin(ds, &st, NULL), 0);
+    CHECK_INT(docstore_stage_put(st, NULL, d, id, NULL), 0);
+    CHECK_INT(docstore_stage_commit(st, NULL, &err), STORH_ECONFLICT);
+    json_decref(d);
+    check_serving(ds);
+    docstore_close(ds);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(failed_rebuild_keeps_the_old_entries),
     TEST_ENTRY(crashed_rebuild_leaves_a_whole_tree),
     TEST_ENTRY(next_rebuild_removes_a_leftover_tree),
+    TEST_ENTRY(other_process_swap_is_seen_by_the_entry_cache),
 };
 
 TMPDIR_TEST_MAIN(root, tests)
