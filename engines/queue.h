@@ -39,6 +39,11 @@
 #include "storh_err.h"
 #include "uuid7.h"
 
+/* A large operation's event lines are appended every QUEUE_SPILL bytes
+ * while it encodes the rest, each write's writeback started at once
+ * (sync_file_range), and made durable by one fsync at the end. */
+#define QUEUE_SPILL ((size_t)256 << 10)
+
 typedef struct queue queue;
 
 /* Without create a missing queue is STORH_ENOTFOUND. Close with

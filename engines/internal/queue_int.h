@@ -168,14 +168,13 @@ void queue__event_begin(queue *q, const char *op, const char *id);
 void queue__event_end(queue *q, buf *lines, const char *op, const char *id, int64_t ts, bool done,
                       json_t *payload, bool keyed, const char *raw, size_t rawlen);
 /* An unstaged operation's lines are appended to queue.log every
- * QUEUE_SPILL bytes while it encodes the rest, and their writeback
+ * QUEUE_SPILL bytes (queue.h) while it encodes the rest, and their writeback
  * started (sync_file_range), so that a large claim or complete has the disk
  * write them while its CPU works: its fsync at the end then waits for
  * what is left. Called after each event; nothing when the operation is
  * staged (its stage must be durable before the log takes a byte). A
  * failure is kept in spill_err: the operation fails, and what it appended
  * is cut away (with_lock_staged). */
-#define QUEUE_SPILL ((size_t)256 << 10)
 void queue__spill(queue *q, const buf *lines);
 /* One event without a payload (claim, complete, requeue, purge), with the
  * JSON fields extra (or NULL) before ts, framed into lines and noted; j:
