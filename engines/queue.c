@@ -57,6 +57,20 @@ uint64_t queue__apply_bytes(queue *q, qstate *st, const char *b, uint64_t base, 
     return base + pos;
 }
 
+/* Under the lock: the lines a failed operation appended cut away, and the
+ * cut made durable (a group commit of another thread, or the writeback the
+ * spill started, may have made them durable already); when that cannot
+ * be done, the file takes no more writes (a reopen cuts a torn tail, or
+ * applies whole events no one was told of, as after a crash). */
+static int cut_back(queue *q)
+{
+    if (ftruncate(q->fd, (off_t)q->consumed) != 0 || fdatasync(q->fd) != 0) {
+        gcommit_poison(&q->gc, errno);
+        return -1;
+    }
+    return 0;
+}
+
 static int truncate_to(queue *q, uint64_t size, storh_err *err)
 {
     if (ftruncate(q->fd, (off_t)size) != 0 || fsync(q->fd) != 0)
@@ -227,11 +241,8 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
         rc = storh_err_sys(err, q->spill_err, "Could not append to log queue file.");
     if (!rc && buf_failed(&lines))
         rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    /* a failed operation's spilled lines cut away; when they cannot be,
-     * the file takes no more writes (a reopen cuts them as a torn tail,
-     * or applies whole events no one was told of, as after a crash) */
-    if (rc && q->spilled && ftruncate(q->fd, (off_t)q->consumed) != 0)
-        gcommit_poison(&q->gc, errno);
+    if (rc && q->spilled) /* a failed operation's spilled lines */
+        (void)cut_back(q);
     char stage[PATH_MAX] = "";
     if (!rc && staged && lines.len &&
         memchr(lines.data, '\n', lines.len) != lines.data + lines.len - 1)
@@ -248,11 +259,8 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
                 continue;
             if (w < 0) {
                 int e = errno;
-                /* no partial event may stay: when it cannot be cut, the file
-                 * takes no more writes (a reopen cuts it as a torn tail) */
-                if (ftruncate(q->fd, (off_t)q->consumed) != 0)
-                    gcommit_poison(&q->gc, errno);
-                else if (stage[0]) /* cut away: nothing to finish on open */
+                /* no partial event may stay */
+                if (cut_back(q) == 0 && stage[0]) /* nothing to finish on open */
                     qstage_remove(stage);
                 rc = storh_err_sys(err, e, "Could not append to log queue file.");
                 break;
@@ -267,11 +275,14 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
             else
                 queue__apply_bytes(q, &q->st, lines.data, q->consumed, lines.len, &q->lines, true);
             q->consumed += lines.len;
-            if (q->head_set) /* (applying claims moves no order entry) */
-                q->st.head = q->head_next;
             t = gcommit_written(&q->gc, q->consumed);
         }
     }
+    /* a claim's cursor, once its lines are written (applying claims moves
+     * no order entry); a claim that found nothing moves it too, past the
+     * entries other processes' claims made stale */
+    if (!rc && q->head_set)
+        q->st.head = q->head_next;
     queue__own_clear(q);
     fsx_lock_release(&q->lock);
     bool wrote = lines.len > 0;

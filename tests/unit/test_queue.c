@@ -8,6 +8,7 @@
 #include "frame.h"
 #include "fsx.h"
 #include "queue.h"
+#include "queue_int.h"
 #include "sjson.h"
 #include "../support/queuekit.h"
 
@@ -569,6 +570,34 @@ TEST(php_reads_what_storhd_wrote)
     json_decref(jobs);
 }
 
+/* Jobs claimed by another process leave stale entries in this one's claim
+ * order (its state learns of the claims from the log). A claim here that
+ * finds nothing walks past them, and the next one starts after them: the
+ * cursor moves even when nothing was claimed (a long-poll claim that
+ * wakes up again and again would otherwise walk them every time). */
+TEST(empty_claim_moves_the_cursor_past_jobs_claimed_elsewhere)
+{
+    queue *a = open_q("elsewhere"), *b = open_q("elsewhere");
+    json_t *jobs = json_array(), *ids = NULL;
+    for (int i = 0; i < 100; i++)
+        json_array_append_new(jobs, json_pack("{si}", "n", i));
+    CHECK_INT(queue_enqueue_many(a, jobs, &ids, NULL), 0);
+    json_decref(jobs);
+    json_decref(ids);
+    buf out = BUF_INIT;
+    size_t n = 0;
+    CHECK_INT(queue_claim_bytes(b, 100, &out, &n, NULL), 0);
+    CHECK_INT((long)n, 100);
+    buf_reset(&out);
+    CHECK_INT(queue_claim_bytes(a, 10, &out, &n, NULL), 0);
+    CHECK_INT((long)n, 0);
+    CHECK_INT((long)a->st.head, (long)a->st.n);
+    CHECK_INT(queuekit_count(a, "processing"), 100);
+    buf_free(&out);
+    queue_close(a);
+    queue_close(b);
+}
+
 static const test_case tests[] = {
     TEST_ENTRY(events_are_storh_bytes),
     TEST_ENTRY(fifo_requeue_and_replay),
@@ -579,6 +608,7 @@ static const test_case tests[] = {
     TEST_ENTRY(verify_reports_why_the_log_is_unreadable),
     TEST_ENTRY(own_events_apply_as_their_replay),
     TEST_ENTRY(complete_many_counts_each_job_once),
+    TEST_ENTRY(empty_claim_moves_the_cursor_past_jobs_claimed_elsewhere),
 };
 
 /* run only when named: registered with -DSTORH_PHP_DIR */

@@ -271,7 +271,7 @@ TEST(large_claim_whose_append_fails_changes_nothing)
     struct rlimit was, small;
     CHECK_INT(getrlimit(RLIMIT_FSIZE, &was), 0);
     small = was;
-    small.rlim_cur = size + 100000; /* the claim's lines are about 700 kB */
+    small.rlim_cur = size + 100000; /* the claim's lines are about 530 kB */
     signal(SIGXFSZ, SIG_IGN);
     CHECK_INT(setrlimit(RLIMIT_FSIZE, &small), 0);
     buf out = BUF_INIT;
@@ -279,6 +279,7 @@ TEST(large_claim_whose_append_fails_changes_nothing)
     storh_err err = {0};
     int rc = queue_claim_bytes(q, JOBS, &out, &n, &err);
     CHECK_INT(setrlimit(RLIMIT_FSIZE, &was), 0);
+    signal(SIGXFSZ, SIG_DFL);
     CHECK(rc != 0);
     CHECK(strstr(err.msg, "append") != NULL);
     CHECK_INT((long)n, 0);
