@@ -241,7 +241,7 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
         rc = storh_err_sys(err, q->spill_err, "Could not append to log queue file.");
     if (!rc && buf_failed(&lines))
         rc = storh_err_set(err, STORH_ENOMEM, "Out of memory.");
-    if (rc && q->spilled) /* a failed operation's spilled lines */
+    if (rc && (q->spilled || q->spill_err)) /* a failed operation's spilled lines */
         (void)cut_back(q);
     char stage[PATH_MAX] = "";
     if (!rc && staged && lines.len &&
@@ -252,20 +252,12 @@ int queue__with_lock_staged(queue *q, locked_fn fn, void *arg, bool staged, stor
     if (stage[0])
         fault_point("queue.batch.staged");
     if (!rc && lines.len) {
-        size_t done = q->spilled;
-        while (!rc && done < lines.len) {
-            ssize_t w = write(q->fd, lines.data + done, lines.len - done);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w < 0) {
-                int e = errno;
-                /* no partial event may stay */
-                if (cut_back(q) == 0 && stage[0]) /* nothing to finish on open */
-                    qstage_remove(stage);
-                rc = storh_err_sys(err, e, "Could not append to log queue file.");
-                break;
-            }
-            done += (size_t)w;
+        if (fsx_write_all(q->fd, lines.data + q->spilled, lines.len - q->spilled) != 0) {
+            int e = errno;
+            /* no partial event may stay */
+            if (cut_back(q) == 0 && stage[0]) /* nothing to finish on open */
+                qstage_remove(stage);
+            rc = storh_err_sys(err, e, "Could not append to log queue file.");
         }
         if (stage[0])
             fault_point("queue.batch.written");

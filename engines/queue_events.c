@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "estats.h"
 #include "frame.h"
+#include "fsx.h"
 #include "idmap.h"
 #include "sjson.h"
 #include "queue_int.h"
@@ -218,22 +218,16 @@ void queue__event(queue *q, buf *lines, const char *op, const char *id, const ch
 
 void queue__spill(queue *q, const buf *lines)
 {
-    if (!q->spill_on || q->spill_err || lines->oom || lines->len - q->spilled < QUEUE_SPILL)
+    if (!q->spill_on || q->spill_err || lines->oom)
         return;
-    size_t from = q->spilled;
-    while (q->spilled < lines->len) {
-        ssize_t w = write(q->fd, lines->data + q->spilled, lines->len - q->spilled);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            q->spill_err = errno;
-            return;
-        }
-        q->spilled += (size_t)w;
+    size_t from = q->spilled, n = lines->len - from;
+    if (fsx_write_all(q->fd, lines->data + from, n) != 0) {
+        q->spill_err = errno; /* part of it may be in the file: cut away */
+        return;
     }
+    q->spilled += n;
     /* a hint: the fsync at the end is what makes them durable */
-    (void)sync_file_range(q->fd, (off_t)(q->consumed + from), (off_t)(q->spilled - from),
-                          SYNC_FILE_RANGE_WRITE);
+    (void)sync_file_range(q->fd, (off_t)(q->consumed + from), (off_t)n, SYNC_FILE_RANGE_WRITE);
 }
 
 /* Whether v decodes from its sjson encoding as an equal tree (same types,

@@ -171,10 +171,11 @@ void queue__event_end(queue *q, buf *lines, const char *op, const char *id, int6
  * QUEUE_SPILL bytes (queue.h) while it encodes the rest, and their writeback
  * started (sync_file_range), so that a large claim or complete has the disk
  * write them while its CPU works: its fsync at the end then waits for
- * what is left. Called after each event; nothing when the operation is
+ * what is left. Called after an event that leaves QUEUE_SPILL bytes or
+ * more not yet appended; nothing when the operation is
  * staged (its stage must be durable before the log takes a byte). A
- * failure is kept in spill_err: the operation fails, and what it appended
- * is cut away (with_lock_staged). */
+ * failure is kept in spill_err (part of the write may have landed): the
+ * operation fails, and what it appended is cut away (with_lock_staged). */
 void queue__spill(queue *q, const buf *lines);
 /* One event without a payload (claim, complete, requeue, purge), with the
  * JSON fields extra (or NULL) before ts, framed into lines and noted; j:
