@@ -44,6 +44,37 @@ TEST(open_sweeps_dead_writers_temps)
     docstore_close(ds);
 }
 
+/* A writer process that stages rows rows of {"bulk": i} into name, row i
+ * with ids[i] (row dup, when not -1, with ids[3]), and commits: ended by
+ * the fault point fault (STORH_FAULT) or, with fault NULL, before its
+ * commit, staged and never committed. Checks that it died there. */
+static void bulk_killed(const char *name, const char *fault, char (*ids)[UUID7_LEN + 1], int rows,
+                        int dup)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (fault)
+            setenv("STORH_FAULT", fault, 1);
+        docstore *c = open_store(name);
+        docstore_stage *st;
+        char id[UUID7_LEN + 1];
+        if (!c || docstore_stage_begin(c, &st, NULL))
+            _exit(1);
+        for (int i = 0; i < rows; i++) {
+            json_t *d = json_pack("{si}", "bulk", i);
+            docstore_stage_put(st, ids[i == dup ? 3 : i], d, id, NULL);
+            json_decref(d);
+        }
+        if (!fault) /* staged, never committed */
+            _exit(86);
+        docstore_stage_commit(st, NULL, NULL);
+        _exit(1); /* the fault point ends it before */
+    }
+    int wst = -1;
+    waitpid(pid, &wst, 0);
+    CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 86);
+}
+
 /* A bulk whose writer died in the middle of its renames is finished by the
  * next open, except for a row another writer replaced in between (it is
  * newer), and an id written twice ends with its later row; an uncommitted
@@ -61,29 +92,12 @@ TEST(open_finishes_a_dead_writers_bulk)
         const char *name = variant == 2 ? "dead-committing"
                            : variant    ? "dead-uncommitted"
                                         : "dead-committed";
-        pid_t pid = fork();
-        if (pid == 0) {
-            if (variant != 1)
-                setenv("STORH_FAULT",
-                       variant ? "docstore.bulk.committing" : "docstore.bulk.renamed@4", 1);
-            docstore *c = open_store(name);
-            docstore_stage *st;
-            char id[UUID7_LEN + 1];
-            if (!c || docstore_stage_begin(c, &st, NULL))
-                _exit(1);
-            for (int i = 0; i < ROWS; i++) {
-                json_t *d = json_pack("{si}", "bulk", i);
-                docstore_stage_put(st, ids[i == 9 ? 3 : i], d, id, NULL); /* 3 twice */
-                json_decref(d);
-            }
-            if (variant == 1) /* staged, never committed */
-                _exit(86);
-            docstore_stage_commit(st, NULL, NULL);
-            _exit(1); /* the fault point ends it before */
-        }
-        int wst = -1;
-        waitpid(pid, &wst, 0);
-        CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 86);
+        /* row 9 takes row 3's id: 3 twice */
+        bulk_killed(name,
+                    variant == 1 ? NULL
+                    : variant    ? "docstore.bulk.committing"
+                                 : "docstore.bulk.renamed@4",
+                    ids, ROWS, 9);
         /* another writer replaces row 7 before anyone opens the collection
          * again: this instance's open runs the recovery, so write by hand */
         char p[PATH_MAX], d[PATH_MAX];
@@ -285,25 +299,7 @@ TEST(open_finishes_a_dead_writers_bulk_over_existing_records)
         json_decref(d);
     }
     docstore_close(ds);
-    pid_t pid = fork();
-    if (pid == 0) {
-        setenv("STORH_FAULT", "docstore.bulk.renamed@2", 1);
-        docstore *c = open_store(name);
-        docstore_stage *st;
-        char id[UUID7_LEN + 1];
-        if (!c || docstore_stage_begin(c, &st, NULL))
-            _exit(1);
-        for (int i = 0; i < ROWS; i++) {
-            json_t *d = json_pack("{si}", "bulk", i);
-            docstore_stage_put(st, ids[i], d, id, NULL);
-            json_decref(d);
-        }
-        docstore_stage_commit(st, NULL, NULL);
-        _exit(1); /* the fault point ends it before */
-    }
-    int wst = -1;
-    waitpid(pid, &wst, 0);
-    CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 86);
+    bulk_killed(name, "docstore.bulk.renamed@2", ids, ROWS, -1);
     /* another writer replaces row 5 (not renamed yet) before the open */
     char p[PATH_MAX], rec[128], tmp[PATH_MAX];
     snprintf(p, sizeof p, "%s/%s/data/%.2s/%s.jsonc", root, name, ids[5] + 24, ids[5]);
